@@ -1,0 +1,44 @@
+import pino from 'pino';
+import { CallbackStore, ClientStore, createPool, migrate, resolveMasterKey, SecretBox, connectNats, ensureTopology, wakeCallbacks, type Config, type Db } from '@ens/core';
+import { resolveEngines } from '../engines.ts';
+
+export interface AdminSession {
+  db: Db;
+  clients: ClientStore;
+  callbacks: CallbackStore;
+  /** Wakes the callbacks role; without NATS, the role's sweeper picks the work up within a minute. */
+  wakeCallbacks(ids: string[]): Promise<void>;
+}
+
+/**
+ * Opens what an operator command needs (the database, and NATS when reachable) and closes it
+ * afterwards. Logs go to stderr so stdout carries only the command's JSON.
+ */
+export async function withAdminSession<T>(config: Config, fn: (s: AdminSession) => Promise<T>): Promise<T> {
+  const engines = await resolveEngines(config, { needNats: false, start: true });
+  const db = createPool(engines.databaseUrl, { max: 2, applicationName: 'ens-cli' });
+  const logger = pino({ level: 'warn' }, pino.destination(2));
+  try {
+    await migrate(db);
+    const box = new SecretBox(await resolveMasterKey(config.masterKey, config.dataDir));
+    const session: AdminSession = {
+      db,
+      clients: new ClientStore(db, box),
+      callbacks: new CallbackStore(db),
+      async wakeCallbacks(ids) {
+        if (ids.length === 0 || !engines.natsUrl) return;
+        const nc = await connectNats(engines.natsUrl, 'ens-cli').catch(() => null);
+        if (!nc) return;
+        try {
+          await wakeCallbacks(await ensureTopology(nc), ids, logger);
+        } finally {
+          await nc.drain().catch(() => {});
+        }
+      },
+    };
+    return await fn(session);
+  } finally {
+    await db.end();
+    await engines.stop();
+  }
+}

@@ -1,0 +1,143 @@
+import path from 'node:path';
+import { Type, type Static } from 'typebox';
+import { Compile } from 'typebox/compile';
+import { parseBackoff, parseDuration } from './durations.ts';
+
+/**
+ * Every environment variable ENS reads, in one schema. The README's configuration table lists the
+ * same names; `loadConfig` parses them once at start-up so a bad value stops the process with a
+ * message naming the variable, never later in the middle of a send.
+ */
+const Env = Type.Object({
+  PORT: Type.Optional(Type.String({ pattern: '^\\d{1,5}$' })),
+  HOST: Type.Optional(Type.String({ minLength: 1 })),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  NATS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  ENS_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  ENS_MASTER_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/=_-]{43,}$' })),
+  ENS_TOKEN_TTL: Type.Optional(Type.String({ pattern: '^\\d+$' })),
+  ENS_RETRY_BACKOFF: Type.Optional(Type.String()),
+  ENS_CALLBACK_BACKOFF: Type.Optional(Type.String()),
+  ENS_CALLBACK_TIMEOUT: Type.Optional(Type.String()),
+  ENS_ALLOW_PRIVATE_CALLBACKS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+  ENS_IDEMPOTENCY_TTL: Type.Optional(Type.String()),
+  ENS_MAX_RECIPIENTS: Type.Optional(Type.String({ pattern: '^\\d+$' })),
+  ENS_MAX_BODY_BYTES: Type.Optional(Type.String({ pattern: '^\\d+$' })),
+  ENS_MAX_IMAGE_BYTES: Type.Optional(Type.String({ pattern: '^\\d+$' })),
+  ENS_RATE_LIMIT: Type.Optional(Type.String({ pattern: '^\\d+$' })),
+  ENS_DAILY_QUOTA: Type.Optional(Type.String({ pattern: '^\\d+$' })),
+  ENS_TOKEN_RATE_LIMIT: Type.Optional(Type.String({ pattern: '^\\d+$' })),
+  ENS_WORKER_CONCURRENCY: Type.Optional(Type.String({ pattern: '^\\d+$' })),
+  ENS_PROVIDERS: Type.Optional(Type.String({ pattern: '^\\s*(sms|email|push|whatsapp)=[^,]+(,\\s*(sms|email|push|whatsapp)=[^,]+)*\\s*$' })),
+  ENS_LOG_LEVEL: Type.Optional(
+    Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+  ),
+});
+type EnvInput = Static<typeof Env>;
+const checkEnv = Compile(Env);
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** Unset: `ens serve` starts its own PostgreSQL under dataDir. */
+  readonly databaseUrl: string | undefined;
+  /** Unset: `ens serve` starts its own nats-server under dataDir. */
+  readonly natsUrl: string | undefined;
+  readonly dataDir: string;
+  /** Unset: a key is generated once and kept in `<dataDir>/master.key`. */
+  readonly masterKey: string | undefined;
+  readonly tokenTtlSeconds: number;
+  readonly retryBackoffMs: readonly number[];
+  readonly callbackBackoffMs: readonly number[];
+  readonly callbackTimeoutMs: number;
+  readonly allowPrivateCallbacks: boolean;
+  readonly idempotencyTtlMs: number;
+  readonly maxRecipients: number;
+  readonly maxBodyBytes: number;
+  readonly maxImageBytes: number;
+  /** Requests per second per client on /v2/ unless the client has its own limit. */
+  readonly rateLimit: number;
+  /** Messages per channel per UTC day per client unless the client has its own; 0 = unlimited. */
+  readonly dailyQuota: number;
+  /** Token requests per minute per client id and per address. */
+  readonly tokenRateLimit: number;
+  readonly workerConcurrency: number;
+  /** Provider plugin package per channel; channels not named use the sandbox. */
+  readonly providers: Readonly<Record<'sms' | 'email' | 'push' | 'whatsapp', string>>;
+  readonly logLevel: string;
+}
+
+function parseProviders(v: string | undefined): Config['providers'] {
+  const out = { sms: '@ens/plugin-sandbox', email: '@ens/plugin-sandbox', push: '@ens/plugin-sandbox', whatsapp: '@ens/plugin-sandbox' };
+  for (const pair of (v ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+    const [channel, pkg] = pair.split('=') as [keyof typeof out, string];
+    out[channel] = pkg.trim();
+  }
+  return Object.freeze(out);
+}
+
+export class ConfigError extends Error {
+  readonly code = 'ENS_ERR_CONFIG';
+}
+
+function int(v: string | undefined, fallback: number): number {
+  return v === undefined ? fallback : Number.parseInt(v, 10);
+}
+
+function durationVar(name: string, v: string | undefined, fallback: string): number {
+  try {
+    return parseDuration(v ?? fallback);
+  } catch (e) {
+    throw new ConfigError(`${name}: ${(e as Error).message}`);
+  }
+}
+
+function backoffVar(name: string, v: string | undefined, fallback: string): number[] {
+  try {
+    const list = parseBackoff(v ?? fallback);
+    if (list.length === 0) throw new Error('needs at least one delay');
+    return list;
+  } catch (e) {
+    throw new ConfigError(`${name}: ${(e as Error).message}`);
+  }
+}
+
+/** Reads and validates the environment once. Throws ConfigError naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(Env.properties)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') input[key] = v;
+  }
+  if (!checkEnv.Check(input)) {
+    const first = checkEnv.Errors(input)[0];
+    const name = first?.instancePath.replace(/^\//, '') || 'environment';
+    throw new ConfigError(`${name}: invalid value ${JSON.stringify(input[name] ?? '')} (${first?.message ?? 'invalid'})`);
+  }
+  const e = input as EnvInput;
+  const port = int(e.PORT, 8080);
+  if (port > 65535) throw new ConfigError(`PORT: ${port} is not a TCP port`);
+  return Object.freeze({
+    port,
+    host: e.HOST ?? '127.0.0.1',
+    databaseUrl: e.DATABASE_URL,
+    natsUrl: e.NATS_URL,
+    dataDir: path.resolve(e.ENS_DATA_DIR ?? './.ens'),
+    masterKey: e.ENS_MASTER_KEY,
+    tokenTtlSeconds: int(e.ENS_TOKEN_TTL, 3600),
+    retryBackoffMs: Object.freeze(backoffVar('ENS_RETRY_BACKOFF', e.ENS_RETRY_BACKOFF, '1s,10s,1m,10m,1h')),
+    callbackBackoffMs: Object.freeze(backoffVar('ENS_CALLBACK_BACKOFF', e.ENS_CALLBACK_BACKOFF, '1s,10s,1m,10m,1h')),
+    callbackTimeoutMs: durationVar('ENS_CALLBACK_TIMEOUT', e.ENS_CALLBACK_TIMEOUT, '10s'),
+    allowPrivateCallbacks: e.ENS_ALLOW_PRIVATE_CALLBACKS === 'true',
+    idempotencyTtlMs: durationVar('ENS_IDEMPOTENCY_TTL', e.ENS_IDEMPOTENCY_TTL, '24h'),
+    maxRecipients: int(e.ENS_MAX_RECIPIENTS, 10_000),
+    maxBodyBytes: int(e.ENS_MAX_BODY_BYTES, 20 * 1024 * 1024),
+    maxImageBytes: int(e.ENS_MAX_IMAGE_BYTES, 5 * 1024 * 1024),
+    rateLimit: int(e.ENS_RATE_LIMIT, 200),
+    dailyQuota: int(e.ENS_DAILY_QUOTA, 0),
+    tokenRateLimit: int(e.ENS_TOKEN_RATE_LIMIT, 60),
+    workerConcurrency: int(e.ENS_WORKER_CONCURRENCY, 64),
+    providers: parseProviders(e.ENS_PROVIDERS),
+    logLevel: e.ENS_LOG_LEVEL ?? 'info',
+  });
+}

@@ -1,0 +1,132 @@
+import { Errors, type FieldError } from '../errors.ts';
+import { normalisePhone } from '../phone.ts';
+import type { Channel } from '../schemas/channel.ts';
+import type { Content, Handoff, MessageEntry } from '../schemas/handoff.ts';
+
+/** Which content kind each channel takes (spec: rendered for sms, email, push; template for whatsapp). */
+const KIND_FOR: Record<Channel, Content['kind']> = { sms: 'rendered', email: 'rendered', push: 'rendered', whatsapp: 'template' };
+
+/** Content fields that only some channels accept; anything else is a caller mistake worth naming. */
+const FIELD_CHANNELS: Partial<Record<keyof Content, readonly Channel[]>> = {
+  body: ['sms', 'email', 'push'],
+  subject: ['email', 'push'],
+  html: ['email'],
+  inline_images: ['email'],
+  data: ['push'],
+  template_name: ['whatsapp'],
+  language: ['whatsapp'],
+  body_params: ['whatsapp'],
+  url_button_suffix: ['whatsapp'],
+};
+
+// A pragmatic address check: one @, no spaces, a dot in the domain. RFC 5322 in full accepts
+// addresses no relay will take, so the provider remains the final judge.
+const EMAIL = /^[^\s@"<>()[\],;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+const BAD_PARAM = /[\n\t]| {4,}/;
+
+export interface PlannedDelivery {
+  channel: Channel;
+  recipient: string;
+}
+
+export interface RuleLimits {
+  maxRecipients: number;
+}
+
+function normaliseRecipient(channel: Channel, raw: string): string | null {
+  switch (channel) {
+    case 'sms':
+    case 'whatsapp':
+      return normalisePhone(raw);
+    case 'email': {
+      const v = raw.trim();
+      return EMAIL.test(v) && v.length <= 254 ? v : null;
+    }
+    case 'push': {
+      const v = raw.trim();
+      return v.length > 0 ? v : null;
+    }
+  }
+}
+
+function checkContent(entry: MessageEntry, at: string, errors: FieldError[]): void {
+  const { channel, content } = entry;
+  const wanted = KIND_FOR[channel];
+  if (content.kind !== wanted) {
+    errors.push({ path: `${at}/content/kind`, message: `${channel} takes kind "${wanted}", not "${content.kind}"` });
+  }
+  for (const [field, channels] of Object.entries(FIELD_CHANNELS) as [keyof Content, readonly Channel[]][]) {
+    if (content[field] !== undefined && !channels.includes(channel)) {
+      errors.push({ path: `${at}/content/${field}`, message: `${field} is not accepted for ${channel}` });
+    }
+  }
+  if (content.kind === 'rendered' && content.body === undefined) {
+    errors.push({ path: `${at}/content/body`, message: 'body is required when kind is rendered' });
+  }
+  if (channel === 'whatsapp') {
+    if (content.template_name === undefined) {
+      errors.push({ path: `${at}/content/template_name`, message: 'template_name is required for whatsapp' });
+    }
+    if (content.language === undefined) {
+      errors.push({ path: `${at}/content/language`, message: 'language is required for whatsapp' });
+    }
+    content.body_params?.forEach((p, i) => {
+      if (BAD_PARAM.test(p)) {
+        errors.push({
+          path: `${at}/content/body_params/${i}`,
+          message: 'must not contain a newline, a tab or four or more spaces in a row',
+        });
+      }
+    });
+  }
+  if (content.inline_images !== undefined) {
+    if (content.html === undefined) {
+      errors.push({ path: `${at}/content/html`, message: 'html is required when inline_images are sent' });
+    }
+    const seen = new Set<string>();
+    content.inline_images.forEach((img, i) => {
+      if (seen.has(img.cid)) errors.push({ path: `${at}/content/inline_images/${i}/cid`, message: `cid "${img.cid}" is repeated` });
+      seen.add(img.cid);
+    });
+  }
+}
+
+/**
+ * Applies the spec's rules that a JSON schema cannot express, and plans one delivery per distinct
+ * (normalised) recipient per channel. Throws ENS_ERR_VALIDATION listing every problem at once, so a
+ * caller fixes a request in one round.
+ */
+export function planDeliveries(handoff: Handoff, limits: RuleLimits): PlannedDelivery[] {
+  const errors: FieldError[] = [];
+  const planned: PlannedDelivery[] = [];
+  const channels = new Set<Channel>();
+  handoff.messages.forEach((entry, i) => {
+    const at = `/messages/${i}`;
+    if (channels.has(entry.channel)) {
+      errors.push({ path: `${at}/channel`, message: `channel ${entry.channel} appears more than once; send one entry per channel` });
+    }
+    channels.add(entry.channel);
+    checkContent(entry, at, errors);
+    if (entry.recipients.length > limits.maxRecipients) {
+      errors.push({ path: `${at}/recipients`, message: `at most ${limits.maxRecipients} recipients per entry` });
+      return;
+    }
+    const seen = new Set<string>();
+    entry.recipients.forEach((raw, j) => {
+      const recipient = normaliseRecipient(entry.channel, raw);
+      if (recipient === null) {
+        const what = entry.channel === 'email' ? 'an email address' : entry.channel === 'push' ? 'a user id' : 'a phone number in E.164 (8 to 15 digits, optional +)';
+        errors.push({ path: `${at}/recipients/${j}`, message: `"${raw}" is not ${what}` });
+        return;
+      }
+      if (seen.has(recipient)) return;
+      seen.add(recipient);
+      planned.push({ channel: entry.channel, recipient });
+    });
+  });
+  if (errors.length > 0) {
+    const first = errors[0]!;
+    throw Errors.validation(`Invalid handoff: ${first.path} ${first.message}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ''}`, errors);
+  }
+  return planned;
+}

@@ -1,0 +1,47 @@
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+/** One registry per process; roles running in the same process share it and /metrics shows all. */
+export const metricsRegistry = new Registry();
+collectDefaultMetrics({ register: metricsRegistry, prefix: 'ens_' });
+
+export const httpDuration = new Histogram({
+  name: 'ens_http_request_duration_seconds',
+  help: 'API request latency',
+  labelNames: ['method', 'route', 'status'],
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [metricsRegistry],
+});
+
+export const deliveriesAccepted = new Counter({
+  name: 'ens_deliveries_accepted_total',
+  help: 'Deliveries accepted by POST /v2/messages',
+  labelNames: ['channel'],
+  registers: [metricsRegistry],
+});
+
+export const attemptsTotal = new Counter({
+  name: 'ens_delivery_attempts_total',
+  help: 'Provider send attempts by outcome (sent, transient, permanent, rate_limited)',
+  labelNames: ['channel', 'provider', 'outcome'],
+  registers: [metricsRegistry],
+});
+
+export const callbackPosts = new Counter({
+  name: 'ens_callback_posts_total',
+  help: 'Callback posts by result (delivered, retry, dead)',
+  labelNames: ['result'],
+  registers: [metricsRegistry],
+});
+
+export const feedStamped = new Counter({
+  name: 'ens_feed_rows_stamped_total',
+  help: 'Delivery changes stamped into the change feed',
+  registers: [metricsRegistry],
+});
+
+export const sweeperRequeued = new Counter({
+  name: 'ens_sweeper_requeued_total',
+  help: 'Deliveries and callbacks re-enqueued because their wake-up was lost',
+  labelNames: ['kind'],
+  registers: [metricsRegistry],
+});

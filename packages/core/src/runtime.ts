@@ -1,0 +1,70 @@
+import path from 'node:path';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import { pino, type Logger } from 'pino';
+import type { Config } from './config.ts';
+import { createPool, type Db } from './db/pool.ts';
+import { DirectoryMediaStore } from './media/directory-store.ts';
+import type { MediaStore } from './media/media-store.ts';
+import { connectNats, ensureTopology } from './nats/topology.ts';
+import { resolveMasterKey } from './secrets/master-key.ts';
+import { deriveKey, SecretBox } from './secrets/secret-box.ts';
+import { CallbackStore } from './store/callbacks.ts';
+import { ClientStore } from './store/clients.ts';
+import { DeliveryStore } from './store/deliveries.ts';
+import { TenantStore } from './store/tenants.ts';
+
+/** Everything a role needs, opened once per process. */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  nc: NatsConnection;
+  js: JetStreamClient;
+  clients: ClientStore;
+  tenants: TenantStore;
+  deliveries: DeliveryStore;
+  callbacks: CallbackStore;
+  media: MediaStore;
+  /** Key for signing access tokens, derived from the master key. */
+  tokenKey: Buffer;
+  close(): Promise<void>;
+}
+
+export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
+  return pino({ level: config.logLevel, base: { service: 'ens' } });
+}
+
+/** Opens PostgreSQL and NATS (declaring the JetStream topology) at the given addresses. */
+export async function openRuntime(config: Config, urls: { databaseUrl: string; natsUrl: string }, logger: Logger = createLogger(config)): Promise<Runtime> {
+  const masterKey = await resolveMasterKey(config.masterKey, config.dataDir);
+  const box = new SecretBox(masterKey);
+  const db = createPool(urls.databaseUrl, { max: 30 });
+  let nc: NatsConnection | undefined;
+  try {
+    nc = await connectNats(urls.natsUrl, 'ens');
+    const js = await ensureTopology(nc);
+    const conn = nc;
+    return {
+      config,
+      logger,
+      db,
+      nc: conn,
+      js,
+      clients: new ClientStore(db, box),
+      tenants: new TenantStore(db),
+      deliveries: new DeliveryStore(db),
+      callbacks: new CallbackStore(db),
+      media: new DirectoryMediaStore(path.join(config.dataDir, 'media')),
+      tokenKey: deriveKey(masterKey, 'access-token'),
+      async close() {
+        await conn.drain().catch(() => conn.close());
+        await db.end();
+      },
+    };
+  } catch (e) {
+    await nc?.close().catch(() => {});
+    await db.end();
+    throw e;
+  }
+}

@@ -1,0 +1,66 @@
+import { Type, type Static } from 'typebox';
+import { Channel, DeliveryStatus } from './channel.ts';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+const DateTime = Type.String({ format: 'date-time', description: 'ISO 8601 with offset, microsecond precision' });
+
+/** The callback payload, field for field as the spec's table lists it. */
+export const CallbackPayload = Type.Object({
+  delivery_id: Type.String(),
+  reference: Nullable(Type.String()),
+  channel: Channel,
+  recipient: Type.String(),
+  status: Type.Union([Type.Literal('sent'), Type.Literal('failed')]),
+  attempts: Type.Integer(),
+  provider_message_id: Nullable(Type.String()),
+  sent_at: Nullable(DateTime),
+  delivered_at: Nullable(DateTime),
+  read_at: Nullable(DateTime),
+  last_error: Nullable(Type.String()),
+});
+export type CallbackPayload = Static<typeof CallbackPayload>;
+
+/** A row of GET /v2/deliveries: the callback fields plus the record's own. */
+export const DeliveryRecord = Type.Object({
+  delivery_id: Type.String(),
+  reference: Nullable(Type.String()),
+  channel: Channel,
+  recipient: Type.String(),
+  status: DeliveryStatus,
+  attempts: Type.Integer(),
+  provider_message_id: Nullable(Type.String()),
+  sent_at: Nullable(DateTime),
+  delivered_at: Nullable(DateTime),
+  read_at: Nullable(DateTime),
+  last_error: Nullable(Type.String()),
+  tenant: Type.String(),
+  event_type: Type.String(),
+  created_at: DateTime,
+  updated_at: Type.String({
+    format: 'date-time',
+    description: 'Change-feed stamp: strictly increasing in feed order. Pass the last one seen as updated_since.',
+  }),
+});
+export type DeliveryRecord = Static<typeof DeliveryRecord>;
+
+export const DeliveryPage = Type.Object({
+  results: Type.Array(DeliveryRecord),
+  next_cursor: Nullable(Type.String()),
+});
+export type DeliveryPage = Static<typeof DeliveryPage>;
+
+export const DeliveryQuery = Type.Object(
+  {
+    reference: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    tenant: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    channel: Type.Optional(Channel),
+    status: Type.Optional(DeliveryStatus),
+    updated_since: Type.Optional(
+      Type.String({ description: 'ISO 8601 date-time with offset; exclusive: rows changed strictly after it.' }),
+    ),
+    cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+  },
+  { additionalProperties: false },
+);
+export type DeliveryQuery = Static<typeof DeliveryQuery>;

@@ -1,0 +1,6 @@
+export { freePort } from './free-port.ts';
+export { EngineMissingError, EngineStartError, type EngineName } from './engine-errors.ts';
+export { findPostgresBinaries, type PostgresBinaries } from './postgres-binaries.ts';
+export { startPostgres, POSTGRES_DATABASE, type PostgresHandle, type StartPostgresOptions } from './postgres.ts';
+export { findNatsServer, startNats, type NatsHandle, type StartNatsOptions } from './nats.ts';
+export type { SupervisedEngine } from './supervised-engine.ts';

@@ -1,0 +1,78 @@
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { EngineMissingError } from './engine-errors.ts';
+import { spawnEngine } from './engine-process.ts';
+import { findDirWith, pathDirs } from './find-executable.ts';
+import { waitForNats } from './nats-ready.ts';
+import { startFailure, superviseEngine, type SupervisedEngine } from './supervised-engine.ts';
+
+export interface StartNatsOptions {
+  /** JetStream store directory; kept across restarts. */
+  storeDir: string;
+  /** Defaults to a free port, chosen once and kept across start() calls. */
+  port?: number;
+  onLog?: (line: string) => void;
+  /** Directories to search instead of PATH, /usr/sbin and /usr/local/bin. */
+  binDirs?: readonly string[];
+  /** Default 30 s; JetStream replays its store before accepting clients. */
+  startTimeoutMs?: number;
+}
+
+export interface NatsHandle extends SupervisedEngine {
+  /** nats://127.0.0.1:PORT */
+  readonly url: string;
+}
+
+/** nats-server lives in /usr/sbin on Debian, which is not on a normal user's PATH. */
+export async function findNatsServer(binDirs?: readonly string[]): Promise<string> {
+  const dirs = binDirs ?? [...pathDirs(), '/usr/sbin', '/usr/local/bin'];
+  const dir = await findDirWith(dirs, ['nats-server']);
+  if (!dir) {
+    throw new EngineMissingError(
+      'nats',
+      'nats-server not found: install the "nats-server" package (apt-get install -y nats-server) or set NATS_URL',
+      dirs,
+    );
+  }
+  return join(dir, 'nats-server');
+}
+
+export async function startNats(opts: StartNatsOptions): Promise<NatsHandle> {
+  const natsServer = await findNatsServer(opts.binDirs);
+  const storeDir = resolve(opts.storeDir);
+  const timeoutMs = opts.startTimeoutMs ?? 30_000;
+  await mkdir(storeDir, { recursive: true });
+
+  const engine = await superviseEngine({
+    engine: 'nats',
+    ...(opts.port !== undefined ? { port: opts.port } : {}),
+    stopSignal: 'SIGTERM',
+    portTaken: /address already in use/i,
+    async launch(port) {
+      // No -m: a monitoring port would be one more port to collide on.
+      const server = await spawnEngine({
+        command: natsServer,
+        args: ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir],
+        parentDeathSignal: 'SIGTERM',
+        ...(opts.onLog ? { onLog: opts.onLog } : {}),
+      });
+      try {
+        await waitForNats(port, timeoutMs, () => (server.isRunning() ? undefined : new Error('exited')));
+      } catch {
+        throw await startFailure('nats', `nats-server on port ${port}`, server, 'SIGTERM', timeoutMs);
+      }
+      return server;
+    },
+  });
+
+  return {
+    url: `nats://127.0.0.1:${engine.port}`,
+    port: engine.port,
+    get pid() {
+      return engine.pid;
+    },
+    start: engine.start,
+    stop: engine.stop,
+    kill9: engine.kill9,
+  };
+}

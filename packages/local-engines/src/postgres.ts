@@ -1,0 +1,125 @@
+import { resolve } from 'node:path';
+import { spawnEngine } from './engine-process.ts';
+import { findPostgresBinaries } from './postgres-binaries.ts';
+import { initDataDir, isDataDir, SUPERUSER } from './postgres-initdb.ts';
+import { ensureDatabase, waitForPostgres } from './postgres-ready.ts';
+import { clearStalePostmaster } from './postgres-stale.ts';
+import { chownTree, postgresRunAs } from './service-user.ts';
+import { startFailure, superviseEngine, type SupervisedEngine } from './supervised-engine.ts';
+
+export interface StartPostgresOptions {
+  dataDir: string;
+  /** Defaults to a free port, chosen once and kept across start() calls. */
+  port?: number;
+  onLog?: (line: string) => void;
+  /**
+   * Default true. false skips fsync in initdb and the server: much faster, and it
+   * still survives the server being killed, but not the machine crashing. For
+   * throwaway test clusters only.
+   */
+  fsync?: boolean;
+  /** Extra server settings, passed as `-c name=value`. */
+  settings?: Readonly<Record<string, string | number | boolean>>;
+  /** Directories to search instead of PATH and /usr/lib/postgresql/<version>/bin. */
+  binDirs?: readonly string[];
+  /** How long a start (including crash recovery) may take. Default 60 s. */
+  startTimeoutMs?: number;
+}
+
+export interface PostgresHandle extends SupervisedEngine {
+  /** postgres://ens@127.0.0.1:PORT/ens */
+  readonly url: string;
+  readonly dataDir: string;
+}
+
+export const POSTGRES_DATABASE = 'ens';
+// sun_path is 108 bytes including the terminating NUL.
+const MAX_SOCKET_PATH = 107;
+
+function settingArgs(settings: Readonly<Record<string, string | number | boolean>>): string[] {
+  return Object.entries(settings).flatMap(([name, value]) => [
+    '-c',
+    `${name}=${typeof value === 'boolean' ? (value ? 'on' : 'off') : value}`,
+  ]);
+}
+
+function serverArgs(dataDir: string, port: number, opts: StartPostgresOptions): string[] {
+  // The socket lives in the data directory so it never collides with a system
+  // server's /var/run/postgresql; a path too long for a socket just disables it.
+  const socketDir = Buffer.byteLength(`${dataDir}/.s.PGSQL.${port}`) <= MAX_SOCKET_PATH ? dataDir : '';
+  const settings: Record<string, string | number | boolean> = { max_connections: 200 };
+  if (opts.fsync === false) {
+    // synchronous_commit stays on: without it a commit is acknowledged before its
+    // WAL leaves shared memory, so kill9() would lose acknowledged writes and fault
+    // tests would flake. With fsync off it only costs a write() per commit.
+    Object.assign(settings, { fsync: false, full_page_writes: false });
+  }
+  Object.assign(settings, opts.settings);
+  return ['-D', dataDir, '-p', String(port), '-k', socketDir, '-h', '127.0.0.1', ...settingArgs(settings)];
+}
+
+export async function startPostgres(opts: StartPostgresOptions): Promise<PostgresHandle> {
+  const bins = await findPostgresBinaries(opts.binDirs);
+  const runAs = await postgresRunAs();
+  const dataDir = resolve(opts.dataDir);
+  const log = opts.onLog ?? (() => {});
+  const timeoutMs = opts.startTimeoutMs ?? 60_000;
+
+  if (!(await isDataDir(dataDir))) {
+    await initDataDir({ initdb: bins.initdb, dataDir, fsync: opts.fsync ?? true, onLog: log, ...(runAs ? { runAs } : {}) });
+  } else if (runAs) {
+    await chownTree(dataDir, runAs);
+  }
+
+  const engine = await superviseEngine({
+    engine: 'postgres',
+    ...(opts.port !== undefined ? { port: opts.port } : {}),
+    stopSignal: 'SIGINT', // fast shutdown: aborts open transactions instead of waiting for clients
+    portTaken: /could not bind|already in use/i,
+    async launch(port) {
+      await clearStalePostmaster(dataDir, log);
+      const server = await spawnEngine({
+        command: bins.postgres,
+        args: serverArgs(dataDir, port, opts),
+        cwd: dataDir,
+        parentDeathSignal: 'SIGINT',
+        onLog: log,
+        ...(runAs ? { runAs } : {}),
+      });
+      let client;
+      try {
+        client = await waitForPostgres({
+          port,
+          user: SUPERUSER,
+          database: 'postgres',
+          timeoutMs,
+          abortIf: () => (server.isRunning() ? undefined : new Error('exited')),
+        });
+      } catch {
+        throw await startFailure('postgres', `PostgreSQL on port ${port}`, server, 'SIGINT', timeoutMs);
+      }
+      try {
+        await ensureDatabase(client, POSTGRES_DATABASE);
+      } catch (err) {
+        // The handle only learns about servers that started fully, so nothing else would stop this one.
+        await server.terminate('SIGINT', 10_000);
+        throw err;
+      } finally {
+        await client.end().catch(() => {});
+      }
+      return server;
+    },
+  });
+
+  return {
+    url: `postgres://${SUPERUSER}@127.0.0.1:${engine.port}/${POSTGRES_DATABASE}`,
+    port: engine.port,
+    get pid() {
+      return engine.pid;
+    },
+    dataDir,
+    start: engine.start,
+    stop: engine.stop,
+    kill9: engine.kill9,
+  };
+}

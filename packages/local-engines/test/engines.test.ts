@@ -1,0 +1,289 @@
+import { execFile, spawn } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import pg from 'pg';
+import t from 'tap';
+import {
+  EngineMissingError,
+  findPostgresBinaries,
+  freePort,
+  startNats,
+  startPostgres,
+  type PostgresHandle,
+  type StartPostgresOptions,
+} from '@ens/local-engines';
+
+const execFileAsync = promisify(execFile);
+const fixture = fileURLToPath(new URL('./fixtures/hold-engines.ts', import.meta.url));
+
+const root = await mkdtemp(join(tmpdir(), 'ens-local-engines-test-'));
+// When the tests run as root, PostgreSQL runs as the postgres user and must reach its data dirs.
+await chmod(root, 0o755);
+t.teardown(() => rm(root, { recursive: true, force: true }));
+
+let dirCount = 0;
+const freshDir = () => join(root, `d${++dirCount}`);
+
+async function query(url: string, sql: string, params: unknown[] = []): Promise<pg.QueryResult> {
+  const client = new pg.Client(url);
+  await client.connect();
+  try {
+    return await client.query(sql, params);
+  } finally {
+    await client.end();
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function waitForDeath(pid: number, timeoutMs = 10_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) return false;
+    await sleep(25);
+  }
+  return true;
+}
+
+async function started(pgOpts: StartPostgresOptions, tt: { teardown(fn: () => unknown): void }): Promise<PostgresHandle> {
+  const handle = await startPostgres(pgOpts);
+  tt.teardown(() => handle.stop());
+  return handle;
+}
+
+// Every PostgreSQL test below starts from a copy of this one initdb'ed cluster.
+const baseDataDir = join(root, 'base');
+await t.test('postgres: initdb, start, select 1, database ens exists', async (tt) => {
+  const lines: string[] = [];
+  const pgh = await started({ dataDir: baseDataDir, fsync: false, onLog: (l) => lines.push(l) }, tt);
+  tt.match(pgh.url, /^postgres:\/\/ens@127\.0\.0\.1:\d+\/ens$/);
+  tt.equal(pgh.dataDir, baseDataDir);
+  tt.type(pgh.pid, 'number');
+  const { rows } = await query(pgh.url, 'select 1 as one, current_database() as db, current_user as usr');
+  tt.same(rows, [{ one: 1, db: 'ens', usr: 'ens' }]);
+  const settings = await query(pgh.url, "select name, setting from pg_settings where name in ('fsync','max_connections','synchronous_commit') order by name");
+  tt.same(settings.rows, [
+    { name: 'fsync', setting: 'off' },
+    { name: 'max_connections', setting: '200' },
+    { name: 'synchronous_commit', setting: 'on' },
+  ]);
+  tt.ok(lines.some((l) => l.includes('ready to accept connections')), 'onLog receives server output');
+  await pgh.stop();
+  tt.equal(pgh.pid, undefined, 'no pid once stopped');
+});
+
+async function copyOfBase(): Promise<string> {
+  const dir = freshDir();
+  await execFileAsync('cp', ['-a', baseDataDir, dir]);
+  return dir;
+}
+
+await t.test('postgres: a second start on the same data dir reuses its data', async (tt) => {
+  const dataDir = await copyOfBase();
+  const first = await started({ dataDir, fsync: false }, tt);
+  await query(first.url, 'create table kept (v text)');
+  await query(first.url, "insert into kept values ('across restarts')");
+  await first.stop();
+
+  const second = await started({ dataDir, fsync: false, port: first.port }, tt);
+  tt.equal(second.url, first.url, 'same port, same url');
+  const { rows } = await query(second.url, 'select v from kept');
+  tt.same(rows, [{ v: 'across restarts' }]);
+});
+
+await t.test('postgres: kill9 then start recovers committed data', async (tt) => {
+  const pgh = await started({ dataDir: await copyOfBase(), fsync: false }, tt);
+  const port = pgh.port;
+  await query(pgh.url, 'create table t (n int)');
+  await query(pgh.url, 'insert into t select generate_series(1, 1000)');
+  // Hold a backend open so kill9 leaves an orphan behind, as a real crash would.
+  const idle = new pg.Client(pgh.url);
+  idle.on('error', () => {});
+  await idle.connect();
+  const pid = pgh.pid!;
+  await pgh.kill9();
+  tt.notOk(isAlive(pid), 'postmaster is gone');
+  tt.equal(pgh.pid, undefined);
+  await tt.rejects(query(pgh.url, 'select 1'), 'server is down after kill9');
+
+  await pgh.start();
+  tt.equal(pgh.port, port, 'same port after restart');
+  const { rows } = await query(pgh.url, 'select count(*)::int as n from t');
+  tt.same(rows, [{ n: 1000 }]);
+  await idle.end().catch(() => {});
+  const runningPid = pgh.pid;
+  await pgh.start();
+  tt.equal(pgh.pid, runningPid, 'start() while running is a no-op');
+});
+
+await t.test('postgres: a server left running on the data dir by a killed run is stopped first', async (tt) => {
+  const dataDir = await copyOfBase();
+  const bins = await findPostgresBinaries();
+  const port = await freePort();
+  const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
+  // Started outside startPostgres, as a survivor of a kill -9'd parent would be.
+  const survivor = spawn(bins.postgres, ['-D', dataDir, '-p', String(port), '-k', dataDir, '-h', '127.0.0.1'], {
+    stdio: 'ignore',
+    ...(runAs ?? {}),
+  });
+  tt.teardown(() => {
+    survivor.kill('SIGKILL');
+  });
+  const url = `postgres://ens@127.0.0.1:${port}/ens`;
+  for (let i = 0; ; i++) {
+    try {
+      await query(url, 'select 1');
+      break;
+    } catch (err) {
+      if (i > 200) throw err;
+      await sleep(25);
+    }
+  }
+  const exited = new Promise((resolve) => survivor.once('exit', resolve));
+
+  const pgh = await started({ dataDir, fsync: false }, tt);
+  await exited;
+  tt.pass('the survivor was shut down');
+  tt.same((await query(pgh.url, 'select 1 as one')).rows, [{ one: 1 }]);
+});
+
+async function postgresIds(): Promise<{ uid: number; gid: number }> {
+  const [uid, gid] = await Promise.all([execFileAsync('id', ['-u', 'postgres']), execFileAsync('id', ['-g', 'postgres'])]);
+  return { uid: Number(uid.stdout), gid: Number(gid.stdout) };
+}
+
+await t.test('postgres: a postmaster.pid naming a recycled pid does not block the start', async (tt) => {
+  const dataDir = await copyOfBase();
+  const unrelated = spawn('sleep', ['60'], { stdio: 'ignore' });
+  tt.teardown(() => {
+    unrelated.kill('SIGKILL');
+  });
+  const port = await freePort();
+  await writeFile(
+    join(dataDir, 'postmaster.pid'),
+    `${unrelated.pid}\n${dataDir}\n1700000000\n${port}\n${dataDir}\n127.0.0.1\n  5432001         0\nready   \n`,
+  );
+  if (process.getuid?.() === 0) {
+    const { uid, gid } = await postgresIds();
+    await execFileAsync('chown', [`${uid}:${gid}`, join(dataDir, 'postmaster.pid')]);
+  }
+  const pgh = await started({ dataDir, fsync: false, port }, tt);
+  tt.same((await query(pgh.url, 'select 1 as one')).rows, [{ one: 1 }]);
+  tt.ok(isAlive(unrelated.pid!), 'the unrelated process was left alone');
+});
+
+await t.test('nats: starts and JetStream works', async (tt) => {
+  const lines: string[] = [];
+  const nats = await startNats({ storeDir: freshDir(), onLog: (l) => lines.push(l) });
+  tt.teardown(() => nats.stop());
+  tt.match(nats.url, /^nats:\/\/127\.0\.0\.1:\d+$/);
+
+  const nc = await connect({ servers: nats.url });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name: 'ENGINES_TEST', subjects: ['engines.test.>'] });
+  const ack = await jsm.jetstream().publish('engines.test.hello', 'hi');
+  tt.equal(ack.stream, 'ENGINES_TEST');
+  tt.equal(ack.seq, 1);
+  const msg = await jsm.streams.getMessage('ENGINES_TEST', { seq: 1 });
+  tt.equal(msg?.string(), 'hi');
+  await nc.close();
+  tt.ok(lines.some((l) => l.includes('Server is ready')), 'onLog receives server output');
+
+  // The store directory outlives the server, including a crash.
+  await nats.stop();
+  await nats.start();
+  const port = nats.port;
+  await nats.kill9();
+  await nats.start();
+  tt.equal(nats.port, port, 'same port after restart');
+  const nc2 = await connect({ servers: nats.url });
+  const jsm2 = await jetstreamManager(nc2);
+  const info = await jsm2.streams.info('ENGINES_TEST');
+  tt.equal(info.state.messages, 1, 'the stream and its message survived restarts');
+  await nc2.close();
+});
+
+await t.test('missing binaries: the error names the package to install', async (tt) => {
+  const empty = freshDir();
+  await mkdir(empty);
+
+  const pgErr = await startPostgres({ dataDir: freshDir(), binDirs: [empty] }).catch((e: unknown) => e);
+  tt.type(pgErr, EngineMissingError);
+  const pgMissing = pgErr as EngineMissingError;
+  tt.equal(pgMissing.code, 'ENS_ERR_ENGINE_MISSING');
+  tt.equal(pgMissing.engine, 'postgres');
+  tt.match(pgMissing.message, /apt-get install -y postgresql/);
+  tt.match(pgMissing.message, /DATABASE_URL/);
+  tt.notMatch(pgMissing.message, /\n/, 'one line');
+  tt.same(pgMissing.searched, [empty]);
+
+  const natsErr = await startNats({ storeDir: freshDir(), binDirs: [empty] }).catch((e: unknown) => e);
+  tt.type(natsErr, EngineMissingError);
+  const natsMissing = natsErr as EngineMissingError;
+  tt.equal(natsMissing.code, 'ENS_ERR_ENGINE_MISSING');
+  tt.equal(natsMissing.engine, 'nats');
+  tt.match(natsMissing.message, /apt-get install -y nats-server/);
+  tt.match(natsMissing.message, /NATS_URL/);
+  tt.notMatch(natsMissing.message, /\n/, 'one line');
+});
+
+await t.test('freePort returns a port that can be bound', async (tt) => {
+  const port = await freePort();
+  tt.ok(port > 0 && port < 65536);
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
+  await new Promise((resolve) => server.close(resolve));
+});
+
+/** Runs the fixture, waits for it to report the engines' pids, and returns them with the child. */
+async function holdEngines(mode: 'exit' | 'wait', withPostgres: boolean) {
+  const dataDir = withPostgres ? await copyOfBase() : undefined;
+  const args = ['--conditions=ens-source', '--import=tsx', fixture, mode, freshDir(), ...(dataDir ? [dataDir] : [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const pids = await new Promise<{ nats: number; postgres?: number }>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split('\n', 1)[0];
+      if (out.includes('\n') && line) resolve(JSON.parse(line) as { nats: number; postgres?: number });
+    });
+    child.once('exit', (code) => reject(new Error(`fixture exited with ${code} before reporting`)));
+  });
+  return { child, exited, pids, dataDir };
+}
+
+await t.test('children do not outlive a parent that exits without stop()', async (tt) => {
+  const { exited, pids, dataDir } = await holdEngines('exit', true);
+  await exited;
+  tt.ok(await waitForDeath(pids.nats), 'nats-server is gone');
+  tt.ok(await waitForDeath(pids.postgres!), 'postgres is gone');
+  // The fallback SIGKILLs, so the next start must recover; it also frees the
+  // dynamic shared memory the killed server left in /dev/shm.
+  const pgh = await started({ dataDir: dataDir!, fsync: false }, tt);
+  tt.same((await query(pgh.url, 'select 1 as one')).rows, [{ one: 1 }]);
+});
+
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGKILL'] as const) {
+  await t.test(`children do not outlive a parent killed by ${signal}`, async (tt) => {
+    const { child, exited, pids } = await holdEngines('wait', true);
+    child.kill(signal);
+    await exited;
+    tt.ok(await waitForDeath(pids.nats), 'nats-server is gone');
+    tt.ok(await waitForDeath(pids.postgres!), 'postgres is gone');
+  });
+}

@@ -1,0 +1,43 @@
+/**
+ * How a provider says a send failed. The worker decides retries from `kind` alone, so plugins
+ * never need the worker's code. Classification is by the `ensErrorKind` property, not instanceof,
+ * because a third-party plugin may bundle its own copy of this SDK.
+ */
+export type ProviderErrorKind = 'transient' | 'permanent' | 'rate_limited';
+
+export class ProviderError extends Error {
+  readonly ensErrorKind: ProviderErrorKind;
+  /** For rate_limited: the provider's hint of when to try again, in ms. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(kind: ProviderErrorKind, message: string, opts: { retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'ProviderError';
+    this.ensErrorKind = kind;
+    this.retryAfterMs = opts.retryAfterMs;
+  }
+}
+
+/** The provider or the network failed in a way worth retrying (timeouts, 5xx). */
+export const transientError = (message: string, cause?: unknown): ProviderError => new ProviderError('transient', message, { cause });
+
+/** The provider refused for good (bad number, unknown template); `message` becomes last_error. */
+export const permanentError = (message: string, cause?: unknown): ProviderError => new ProviderError('permanent', message, { cause });
+
+/** The provider asked us to slow down; retried after retryAfterMs (or the back-off when absent). */
+export const rateLimitedError = (message: string, retryAfterMs?: number, cause?: unknown): ProviderError =>
+  new ProviderError('rate_limited', message, { retryAfterMs, cause });
+
+/**
+ * Reads the classification off any thrown value. Anything unclassified is transient: an
+ * unexpected exception must never turn into a silent permanent failure.
+ */
+export function classifyError(e: unknown): { kind: ProviderErrorKind; message: string; retryAfterMs: number | undefined } {
+  if (e !== null && typeof e === 'object' && 'ensErrorKind' in e) {
+    const pe = e as ProviderError;
+    if (pe.ensErrorKind === 'transient' || pe.ensErrorKind === 'permanent' || pe.ensErrorKind === 'rate_limited') {
+      return { kind: pe.ensErrorKind, message: String(pe.message), retryAfterMs: pe.retryAfterMs };
+    }
+  }
+  return { kind: 'transient', message: e instanceof Error ? e.message : String(e), retryAfterMs: undefined };
+}

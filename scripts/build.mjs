@@ -1,0 +1,36 @@
+// Builds every workspace package's dist/ with esbuild. Each package is bundled on its own with
+// its dependencies left external, so plugins stay separate packages that `import()` resolves by
+// name at run time, exactly as a third-party plugin installed from npm would be.
+import { build } from 'esbuild';
+import { cp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const groups = ['packages', 'services', 'plugins'];
+const started = Date.now();
+let count = 0;
+for (const group of groups) {
+  for (const name of await readdir(path.join(root, group))) {
+    const dir = path.join(root, group, name);
+    const pkg = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8'));
+    const src = pkg.exports?.['.']?.['ens-source'];
+    if (!src) continue;
+    await rm(path.join(dir, 'dist'), { recursive: true, force: true });
+    await build({
+      entryPoints: [path.join(dir, src)],
+      outfile: path.join(dir, 'dist', 'index.js'),
+      bundle: true,
+      packages: 'external',
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      sourcemap: true,
+      logLevel: 'warning',
+    });
+    const migrations = path.join(dir, 'src', 'db', 'migrations');
+    if (await stat(migrations).then(() => true, () => false)) await cp(migrations, path.join(dir, 'dist', 'migrations'), { recursive: true });
+    count++;
+  }
+}
+console.error(`built ${count} packages in ${Date.now() - started} ms`);

@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { Errors, verifySecret, type ClientStore } from '@ens/core';
+import type { TokenRateLimits } from '../limits/rate-limits.ts';
+import { CLIENT_CREDENTIALS, type AccessTokens } from './access-token.ts';
+
+const TokenResponse = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer({ description: 'Seconds the token is valid (ENS_TOKEN_TTL)' }),
+  scope: Type.String(),
+});
+
+function basicCredentials(header: string | undefined): { id: string; secret: string } | null | 'malformed' {
+  if (!header) return null;
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!m) return header.toLowerCase().startsWith('basic') ? 'malformed' : null;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  if (i < 0) return 'malformed';
+  // RFC 6749 §2.3.1: both parts are form-urlencoded before base64.
+  try {
+    return { id: decodeURIComponent(decoded.slice(0, i).replace(/\+/g, ' ')), secret: decodeURIComponent(decoded.slice(i + 1).replace(/\+/g, ' ')) };
+  } catch {
+    return 'malformed';
+  }
+}
+
+/** POST /v1/oauth2/token/ — the client-credentials grant of RFC 6749 §4.4. */
+export function tokenRoute(app: FastifyInstance, deps: { clients: ClientStore; tokens: AccessTokens; limits: TokenRateLimits }): void {
+  app.post<{ Body: Record<string, string | undefined> }>(
+    '/v1/oauth2/token/',
+    {
+      schema: {
+        summary: 'Mint a client-credentials access token',
+        description: 'Form-encoded body. Client authentication by HTTP Basic or by client_id and client_secret form fields.',
+        tags: ['auth'],
+        response: { 200: TokenResponse },
+      },
+    },
+    async (req, reply) => {
+      const ct = req.headers['content-type'] ?? '';
+      if (!ct.startsWith('application/x-www-form-urlencoded')) {
+        throw Errors.oauthInvalidRequest('Send the token request form-encoded (application/x-www-form-urlencoded).');
+      }
+      const form = (req.body ?? {}) as Record<string, unknown>;
+      const field = (k: string): string | undefined => (typeof form[k] === 'string' ? (form[k] as string) : undefined);
+      const basic = basicCredentials(req.headers.authorization);
+      if (basic === 'malformed') throw Errors.oauthInvalidClient();
+      if (basic && (field('client_id') !== undefined || field('client_secret') !== undefined) && field('client_id') !== basic.id) {
+        throw Errors.oauthInvalidRequest('Authenticate with either HTTP Basic or the client_id/client_secret fields, not both.');
+      }
+      const id = basic?.id ?? field('client_id');
+      const secret = basic?.secret ?? field('client_secret');
+      await deps.limits.consume(req.ip, id);
+      const grant = field('grant_type');
+      if (!grant) throw Errors.oauthInvalidRequest('grant_type is required; use client_credentials.');
+      if (grant !== CLIENT_CREDENTIALS) throw Errors.oauthUnsupportedGrant(grant);
+      if (!id || !secret) throw Errors.oauthInvalidClient();
+      const client = await deps.clients.get(id);
+      // Verify even for an unknown client so timing does not reveal which ids exist.
+      const ok = await verifySecret(secret, client?.secretHash ?? 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=');
+      if (!client || !ok || client.disabled) throw Errors.oauthInvalidClient();
+      reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+      return { access_token: deps.tokens.mint(client.id), token_type: 'Bearer' as const, expires_in: deps.tokens.ttlSeconds, scope: 'messages deliveries tenants' };
+    },
+  );
+}

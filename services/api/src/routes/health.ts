@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import { metricsRegistry, type Runtime } from '@ens/core';
+
+async function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, rej) => { timer = setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms); })]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** /healthz (the process is up), /readyz (PostgreSQL and NATS answer), /metrics (Prometheus). */
+export function healthRoutes(app: FastifyInstance, rt: Runtime): void {
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    const checks: Record<string, string> = {};
+    await Promise.all([
+      within(2000, rt.db.query('SELECT 1')).then(() => { checks.postgres = 'ok'; }, (e: Error) => { checks.postgres = e.message; }),
+      within(2000, rt.nc.flush()).then(() => { checks.nats = 'ok'; }, (e: Error) => { checks.nats = e.message; }),
+    ]);
+    const ready = checks.postgres === 'ok' && checks.nats === 'ok';
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    reply.header('content-type', metricsRegistry.contentType);
+    return metricsRegistry.metrics();
+  });
+}

@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import stringify from 'safe-stable-stringify';
+import {
+  AcceptedHandoff, acceptHandoff, deliveriesAccepted, Errors, ErrorBody, FEED_WAKE_SUBJECT, Handoff, newId, planDeliveries, wakeSenders,
+  type AcceptedHandoff as AcceptedHandoffT, type Channel, type Handoff as HandoffT, type Runtime,
+} from '@ens/core';
+import { checkCallbackUrl } from '@ens/service-callbacks';
+
+const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Required. One per handoff, derived from a stable event of the caller.' })),
+});
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Decodes inline images and moves them to media storage, so the stored handoff (and every retry
+ * of every email) refers to a storage key instead of carrying megabytes of base64.
+ */
+async function storeImages(rt: Runtime, handoff: HandoffT): Promise<Record<string, unknown>> {
+  const byChannel: Record<string, unknown> = {};
+  for (const [i, entry] of handoff.messages.entries()) {
+    const { inline_images, ...rest } = entry.content;
+    const content: Record<string, unknown> = { ...rest };
+    if (inline_images) {
+      content.inline_images = await Promise.all(
+        inline_images.map(async (img, j) => {
+          const data = img.data.replace(/\s+/g, '');
+          if (!BASE64.test(data)) {
+            throw Errors.validation(`Invalid body: /messages/${i}/content/inline_images/${j}/data is not valid base64`, [
+              { path: `/messages/${i}/content/inline_images/${j}/data`, message: 'is not valid base64' },
+            ]);
+          }
+          const bytes = Buffer.from(data, 'base64');
+          if (bytes.length > rt.config.maxImageBytes) {
+            throw Errors.payloadTooLarge(`Inline image "${img.cid}" is ${bytes.length} bytes; the limit is ${rt.config.maxImageBytes} (ENS_MAX_IMAGE_BYTES).`);
+          }
+          const mediaType = img.media_type ?? 'image/png';
+          return { cid: img.cid, media_type: mediaType, size: bytes.length, storage_key: await rt.media.put(bytes, mediaType) };
+        }),
+      );
+    }
+    byChannel[entry.channel] = content;
+  }
+  return byChannel;
+}
+
+/** POST /v2/messages — accept one handoff, store it and its deliveries, answer 202 pending. */
+export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
+  app.post<{ Body: HandoffT; Headers: { 'idempotency-key'?: string } }>(
+    '/v2/messages',
+    {
+      schema: {
+        summary: 'Send one handoff across channels',
+        description:
+          'Answers 202 once the handoff and all its deliveries are durable. Replaying an Idempotency-Key returns the original 202 body byte for byte; the same key with a different body is 422.',
+        tags: ['messages'],
+        headers: IdempotencyHeaders,
+        body: Handoff,
+        response: { 202: AcceptedHandoff, '4xx': ErrorBody },
+      },
+    },
+    async (req, reply) => {
+      const key = req.headers['idempotency-key'];
+      if (!key) throw Errors.idempotencyKeyMissing();
+      const handoff = req.body;
+      const planned = planDeliveries(handoff, { maxRecipients: rt.config.maxRecipients });
+      let callbackUrl: string | null = null;
+      if (handoff.callback_url !== undefined) {
+        const checked = checkCallbackUrl(handoff.callback_url, { allowPrivate: rt.config.allowPrivateCallbacks });
+        if (!checked.ok) throw Errors.validation(`Invalid body: /callback_url ${checked.detail}`, [{ path: '/callback_url', message: checked.detail }]);
+        callbackUrl = checked.url.toString();
+      }
+      const requestHash = createHash('sha256').update(stringify(handoff) ?? '').digest('base64url');
+      const messages = await storeImages(rt, handoff);
+      const handoffId = newId();
+      const deliveries = planned.map((p) => ({ id: newId(), channel: p.channel, recipient: p.recipient }));
+      const accepted: AcceptedHandoffT = {
+        handoff_id: handoffId,
+        tenant: handoff.tenant,
+        event_type: handoff.event_type,
+        reference: handoff.reference ?? null,
+        status: 'pending',
+        deliveries: deliveries.map((d) => ({ delivery_id: d.id, channel: d.channel, recipient: d.recipient, status: 'pending' as const })),
+      };
+      const client = req.client;
+      const result = await acceptHandoff(rt.db, {
+        clientId: client.id,
+        idempotencyKey: key,
+        requestHash,
+        responseBody: JSON.stringify(accepted),
+        handoffId,
+        tenant: handoff.tenant,
+        eventType: handoff.event_type,
+        reference: handoff.reference ?? null,
+        callbackUrl,
+        messages,
+        deliveries,
+        quota: (channel: Channel) => client.dailyQuota[channel] ?? rt.config.dailyQuota,
+      });
+      if (result.outcome === 'created') {
+        // After the commit: the 202 must not wait for JetStream, and a lost wake-up is re-sent by the sweeper.
+        void wakeSenders(rt.js, deliveries, rt.logger);
+        rt.nc.publish(FEED_WAKE_SUBJECT);
+        for (const d of deliveries) deliveriesAccepted.inc({ channel: d.channel });
+      } else {
+        reply.header('idempotent-replayed', 'true');
+      }
+      return reply.code(202).header('content-type', 'application/json; charset=utf-8').serializer((s: unknown) => s as string).send(result.responseBody);
+    },
+  );
+}

@@ -1,0 +1,78 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { Errors, ErrorBody, Tenant, TenantCreate, TenantId, TenantPatch, type Runtime, type TenantCreate as TenantCreateT, type TenantPatch as TenantPatchT } from '@ens/core';
+
+const Params = Type.Object({ tenant: TenantId });
+const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+    after: Type.Optional(Type.String({ description: 'The last tenant id of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+const TenantList = Type.Object({ results: Type.Array(Tenant), next_after: Type.Union([Type.String(), Type.Null()]) });
+
+/** /v2/tenants — tenants belong to the client that created them; no other client can see them. */
+export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
+  app.post<{ Body: TenantCreateT }>(
+    '/v2/tenants',
+    {
+      schema: {
+        summary: 'Provision a tenant',
+        description: '201 with the tenant when created; 200 with the existing tenant when it was already provisioned.',
+        tags: ['tenants'],
+        body: TenantCreate,
+        response: { 200: Tenant, 201: Tenant, '4xx': ErrorBody },
+      },
+    },
+    async (req, reply) => {
+      const { created, tenant } = await rt.tenants.create(req.client.id, req.body);
+      return reply.code(created ? 201 : 200).send(tenant);
+    },
+  );
+  app.get<{ Querystring: { limit?: number; after?: string } }>(
+    '/v2/tenants',
+    { schema: { summary: 'List tenants', tags: ['tenants'], querystring: ListQuery, response: { 200: TenantList } } },
+    async (req) => {
+      const limit = req.query.limit ?? 100;
+      const results = await rt.tenants.list(req.client.id, { after: req.query.after, limit });
+      return { results, next_after: results.length === limit ? results[results.length - 1]!.tenant : null };
+    },
+  );
+  app.get<{ Params: { tenant: string } }>(
+    '/v2/tenants/:tenant',
+    { schema: { summary: 'Get a tenant', tags: ['tenants'], params: Params, response: { 200: Tenant, '4xx': ErrorBody } } },
+    async (req) => {
+      const t = await rt.tenants.get(req.client.id, req.params.tenant);
+      if (!t) throw Errors.tenantNotFound(req.params.tenant);
+      return t;
+    },
+  );
+  app.patch<{ Params: { tenant: string }; Body: TenantPatchT }>(
+    '/v2/tenants/:tenant',
+    { schema: { summary: 'Update a tenant', tags: ['tenants'], params: Params, body: TenantPatch, response: { 200: Tenant, '4xx': ErrorBody } } },
+    async (req) => {
+      const t = await rt.tenants.update(req.client.id, req.params.tenant, req.body);
+      if (!t) throw Errors.tenantNotFound(req.params.tenant);
+      return t;
+    },
+  );
+  app.delete<{ Params: { tenant: string } }>(
+    '/v2/tenants/:tenant',
+    {
+      schema: {
+        summary: 'Delete a tenant',
+        description: 'Only a tenant without messages can be deleted (409 otherwise): its deliveries stay in the record.',
+        tags: ['tenants'],
+        params: Params,
+        response: { '4xx': ErrorBody },
+      },
+    },
+    async (req, reply) => {
+      const r = await rt.tenants.delete(req.client.id, req.params.tenant);
+      if (r === 'missing') throw Errors.tenantNotFound(req.params.tenant);
+      if (r === 'in_use') throw Errors.tenantInUse(req.params.tenant);
+      return reply.code(204).send();
+    },
+  );
+}

@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import formbody from '@fastify/formbody';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { ClientDirectory, httpDuration, type Runtime } from '@ens/core';
+import { AccessTokens } from './auth/access-token.ts';
+import { clientAuthenticator } from './auth/require-client.ts';
+import { tokenRoute } from './auth/token-route.ts';
+import { installErrorHandler } from './error-handler.ts';
+import { ClientRateLimits, TokenRateLimits } from './limits/rate-limits.ts';
+import { deliveriesRoute } from './routes/deliveries.ts';
+import { healthRoutes } from './routes/health.ts';
+import { messagesRoute } from './routes/messages.ts';
+import { tenantRoutes } from './routes/tenants.ts';
+import { typeboxValidator } from './validation.ts';
+
+export interface ApiOptions {
+  /** Extra route registrations (provider webhooks) mounted by the caller. */
+  plugins?: ((app: FastifyInstance) => void | Promise<void>)[];
+}
+
+/** Builds the API role's HTTP server. The caller listens and closes it. */
+export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: rt.logger as FastifyBaseLogger,
+    bodyLimit: rt.config.maxBodyBytes,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    disableRequestLogging: true,
+    trustProxy: false,
+  });
+  app.setValidatorCompiler(typeboxValidator);
+  installErrorHandler(app);
+  await app.register(formbody);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'ENS — message delivery service',
+        version: '2.0.0',
+        description: 'Send one composed message across sms, email, push and whatsapp; follow every delivery through signed callbacks and the pull endpoint.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Client-credentials token from POST /v1/oauth2/token/' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    httpDuration.observe({ method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    if (reply.statusCode >= 500) req.log.error({ url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request failed');
+    else req.log.debug({ url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+  });
+
+  const tokens = new AccessTokens(rt.tokenKey, rt.config.tokenTtlSeconds);
+  const directory = new ClientDirectory(rt.db, rt.clients);
+  await directory.start();
+  app.addHook('onClose', () => directory.close());
+
+  tokenRoute(app, { clients: rt.clients, tokens, limits: new TokenRateLimits(rt.config.tokenRateLimit) });
+  healthRoutes(app, rt);
+
+  const authenticate = clientAuthenticator(tokens, directory);
+  const rateLimits = new ClientRateLimits();
+  await app.register(async (v2) => {
+    v2.decorateRequest('client', null as never);
+    v2.addHook('onRequest', async (req) => {
+      await authenticate(req);
+      await rateLimits.consume(req.client.id, req.client.rateLimit ?? rt.config.rateLimit);
+    });
+    messagesRoute(v2, rt);
+    deliveriesRoute(v2, rt);
+    tenantRoutes(v2, rt);
+  });
+  for (const register of opts.plugins ?? []) await register(app);
+  return app;
+}

@@ -1,0 +1,189 @@
+import type { LookupFunction } from 'node:net';
+import { Pool, type Dispatcher } from 'undici';
+import { checkCallbackUrl, resolvePublicAddress } from './target-guard.ts';
+
+/**
+ * One HTTP attempt of a callback. Retries, backoff and bookkeeping belong to the caller.
+ *
+ * Connection pinning: the URL is checked, the hostname is resolved once and every address is
+ * checked, and the socket then connects to exactly that checked address (the original Host
+ * header and TLS servername/certificate check are kept). Keep-alive pools are keyed by
+ * origin AND pinned address, so a reused connection always goes to an address that was checked
+ * for that same hostname, and a later post whose DNS answer differs gets a fresh connection to
+ * the new (re-checked) address instead of riding an old one.
+ */
+
+export type PostOutcome =
+  | { outcome: 'delivered'; status: number }
+  | { outcome: 'failed'; status?: number; error: string };
+
+export interface PostCallbackOptions {
+  url: string;
+  /** Sent byte-for-byte; must be the exact bytes that were signed. */
+  rawBody: Buffer;
+  /**
+   * Signature and other headers. They override the defaults (`content-type: application/json`,
+   * `user-agent: ENS-Callbacks/1`); `host`, `content-length`, `transfer-encoding`, `connection`
+   * and `keep-alive` are ignored because the poster owns the target and the framing.
+   */
+  headers: Record<string, string>;
+  /** Deadline for the whole attempt: DNS, connect, request, response headers and body drain. */
+  timeoutMs: number;
+  /** Skip the private/loopback address checks (self-hosted internal receivers, tests). */
+  allowPrivate: boolean;
+  /**
+   * Use this dispatcher instead of the built-in pinned pools, e.g. a ProxyAgent to an egress
+   * SSRF proxy, or a mock. The URL and DNS checks still run, but the dispatcher makes its own
+   * connection, so pinning (and DNS-rebinding protection) is then the dispatcher's job.
+   */
+  dispatcher?: Dispatcher;
+  /** Resolver for the DNS re-check; defaults to `dns.promises.lookup`. For tests. */
+  lookup?: Parameters<typeof resolvePublicAddress>[1]['lookup'];
+}
+
+const USER_AGENT = 'ENS-Callbacks/1';
+// Enough to let a typical small response finish so the socket goes back to the pool; anything
+// bigger is cut off (closing that connection) rather than downloaded.
+const MAX_DRAIN_BYTES = 4096;
+// Pools are shared by calls with different timeoutMs; the per-attempt deadline is enforced by
+// the abort signal, so this only has to be an upper bound for a dangling connect.
+const CONNECT_TIMEOUT_MS = 60_000;
+// Bounded so that many distinct callback hosts cannot grow memory without limit.
+const MAX_POOLS = 256;
+// setTimeout fires immediately beyond this.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const IGNORED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+
+/** Insertion-ordered so the first key is the least recently used. */
+const pools = new Map<string, Pool>();
+
+/**
+ * POSTs a callback once. Never throws.
+ *
+ * Returns `delivered` for any 2xx (even if reading the response body then fails: the receiver
+ * has accepted it, and retrying would duplicate). Everything else is `failed` with a short
+ * `error` fit for storing: `HTTP 503` (with `status`), `timeout after 10000 ms`,
+ * `connect ECONNREFUSED`, the guard's refusal detail, etc. Redirects are not followed (3xx is
+ * a failure), as the Standard Webhooks spec recommends.
+ */
+export async function postCallback(opts: PostCallbackOptions): Promise<PostOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const controller = new AbortController();
+  try {
+    const { timeoutMs } = opts;
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) {
+      return { outcome: 'failed', error: `invalid timeoutMs ${String(timeoutMs)}` };
+    }
+    timer = setTimeout(() => controller.abort(), Math.min(timeoutMs, MAX_TIMER_MS));
+    const timedOut = (): PostOutcome => ({ outcome: 'failed', error: `timeout after ${timeoutMs} ms` });
+
+    const checked = checkCallbackUrl(opts.url, { allowPrivate: opts.allowPrivate });
+    if (!checked.ok) return { outcome: 'failed', error: `callback_url ${checked.detail}` };
+    const url = checked.url;
+
+    // The resolver cannot be cancelled, so the deadline races it instead.
+    const resolved = await Promise.race([
+      resolvePublicAddress(url.hostname, { allowPrivate: opts.allowPrivate, lookup: opts.lookup }),
+      new Promise<null>((resolve) => controller.signal.addEventListener('abort', () => resolve(null), { once: true })),
+    ]);
+    if (resolved === null) return timedOut();
+    if (!resolved.ok) return { outcome: 'failed', error: resolved.detail };
+
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
+    for (const [name, value] of Object.entries(opts.headers ?? {})) {
+      const key = name.toLowerCase();
+      if (!IGNORED_HEADERS.has(key)) headers[key] = value;
+    }
+
+    const request: Dispatcher.RequestOptions = {
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: 'POST',
+      headers,
+      body: opts.rawBody,
+      signal: controller.signal,
+    };
+
+    let response: Dispatcher.ResponseData;
+    try {
+      const dispatcher = opts.dispatcher ?? pinnedPool(url, resolved.address, resolved.family);
+      response = await dispatcher.request(request);
+    } catch (err) {
+      return controller.signal.aborted ? timedOut() : { outcome: 'failed', error: describeError(err) };
+    }
+
+    const status = response.statusCode;
+    try {
+      await response.body.dump({ limit: MAX_DRAIN_BYTES });
+    } catch {
+      // The status is already known; a broken or slow body only costs this connection.
+    }
+    if (status >= 200 && status <= 299) return { outcome: 'delivered', status };
+    return { outcome: 'failed', status, error: `HTTP ${status}` };
+  } catch (err) {
+    return { outcome: 'failed', error: describeError(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Closes every pooled keep-alive connection (waiting for in-flight posts). For graceful
+ * shutdown and tests; later posts open new pools.
+ */
+export async function closeCallbackConnections(): Promise<void> {
+  const all = [...pools.values()];
+  pools.clear();
+  await Promise.allSettled(all.map((pool) => pool.close()));
+}
+
+function pinnedPool(url: URL, address: string, family: 4 | 6): Pool {
+  const key = `${url.origin} ${address}`;
+  let pool = pools.get(key);
+  if (pool !== undefined) {
+    pools.delete(key);
+    if (pool.closed || pool.destroyed) pool = undefined;
+  }
+  if (pool === undefined) {
+    pool = new Pool(url.origin, {
+      connect: { lookup: pinnedLookup(url.hostname, address, family), timeout: CONNECT_TIMEOUT_MS },
+    });
+  }
+  pools.set(key, pool);
+  while (pools.size > MAX_POOLS) {
+    const [oldestKey, oldest] = pools.entries().next().value as [string, Pool];
+    pools.delete(oldestKey);
+    // close() lets requests already queued on it finish.
+    oldest.close().catch(() => {});
+  }
+  return pool;
+}
+
+/**
+ * A resolver that only ever answers the checked address, so a connection cannot reach an
+ * address the guard did not see. (IP-literal origins never call it.)
+ */
+function pinnedLookup(hostname: string, address: string, family: 4 | 6): LookupFunction {
+  return (host, options, callback) => {
+    if (host !== hostname) {
+      const err: NodeJS.ErrnoException = new Error(`pinned resolver refuses ${host}`);
+      err.code = 'ENOTFOUND';
+      callback(err, '');
+      return;
+    }
+    // Node >= 20 asks for all addresses when autoSelectFamily (happy eyeballs) is on.
+    if (options.all) callback(null, [{ address, family }]);
+    else callback(null, address, family);
+  };
+}
+
+function describeError(err: unknown): string {
+  const e = (err ?? {}) as { code?: unknown; syscall?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : undefined;
+  const message = typeof e.message === 'string' && e.message !== '' ? e.message : String(err);
+  let text: string;
+  if (code !== undefined && typeof e.syscall === 'string') text = `${e.syscall} ${code}`;
+  else if (code !== undefined && !message.includes(code)) text = `${message} (${code})`;
+  else text = message;
+  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
+}

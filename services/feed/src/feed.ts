@@ -1,0 +1,50 @@
+import { FEED_WAKE_SUBJECT, feedStamped, type Runtime } from '@ens/core';
+import { stampBatch } from './stamper.ts';
+
+const BATCH = 5000;
+/** Upper bound on how long a change waits to appear in the feed when no wake-up arrives. */
+const IDLE_POLL_MS = 200;
+
+export interface FeedRole {
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the feed role: stamps changes as soon as a worker or the API signals one (core NATS
+ * wake-ups, lossy by design) and at least every IDLE_POLL_MS regardless.
+ */
+export async function startFeed(rt: Runtime): Promise<FeedRole> {
+  let stopped = false;
+  let wake: (() => void) | null = null;
+  const sub = rt.nc.subscribe(FEED_WAKE_SUBJECT, { callback: () => wake?.() });
+  const done = (async () => {
+    while (!stopped) {
+      let n = 0;
+      try {
+        n = await stampBatch(rt.db, BATCH);
+        if (n > 0) feedStamped.inc(n);
+      } catch (err) {
+        rt.logger.warn({ err }, 'feed stamping failed; will try again');
+      }
+      if (n === BATCH || stopped) continue;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, IDLE_POLL_MS);
+        wake = () => {
+          clearTimeout(t);
+          wake = null;
+          // A short pause lets a burst of changes land in one batch.
+          setTimeout(resolve, 5);
+        };
+      });
+      wake = null;
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      sub.unsubscribe();
+      wake?.();
+      await done;
+    },
+  };
+}

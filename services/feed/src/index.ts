@@ -1,0 +1,2 @@
+export { startFeed, type FeedRole } from './feed.ts';
+export { stampBatch } from './stamper.ts';

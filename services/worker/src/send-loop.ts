@@ -1,0 +1,82 @@
+import type { JsMsg } from '@nats-io/jetstream';
+import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
+import {
+  ACK_WAIT_MS, attemptsTotal, FEED_WAKE_SUBJECT, wakeCallbacks,
+  type AttemptResult, type Channel, type ClaimedDelivery, type Runtime,
+} from '@ens/core';
+import type { LoadedProvider } from './provider-loader.ts';
+
+/** A provider call that has not answered by then is treated as a transient failure. */
+const SEND_TIMEOUT_MS = 30_000;
+/** The lease outlives the send timeout, so a slow send is never handed to a second worker. */
+const LEASE_MS = ACK_WAIT_MS;
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let t: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, rej) => {
+      t = setTimeout(() => rej(new Error(`provider did not answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(t));
+}
+
+/** Turns a provider's thrown error into the next step, using the retry schedule. */
+export function decide(err: unknown, attempt: number, backoffMs: readonly number[], provider: string): AttemptResult {
+  const { kind, message, retryAfterMs } = classifyError(err);
+  if (kind === 'permanent') return { outcome: 'failed', provider, error: message, kind };
+  if (attempt > backoffMs.length) {
+    return { outcome: 'failed', provider, error: `${message} (gave up after ${attempt} attempts)`, kind };
+  }
+  const scheduled = backoffMs[attempt - 1]!;
+  const delayMs = kind === 'rate_limited' && retryAfterMs !== undefined ? Math.max(retryAfterMs, 0) : scheduled;
+  return { outcome: 'retry', provider, error: message, delayMs, kind };
+}
+
+function outbound(d: ClaimedDelivery): OutboundMessage {
+  return {
+    deliveryId: d.id,
+    attempt: d.attempt,
+    channel: d.channel,
+    recipient: d.recipient,
+    tenant: d.tenant,
+    tenantSettings: d.tenantSettings,
+    eventType: d.eventType,
+    reference: d.reference,
+    content: d.content,
+  };
+}
+
+/**
+ * Handles one wake-up from a channel's work queue. The message only names a delivery; the
+ * delivery's row decides what happens, so duplicate or stale wake-ups are harmless.
+ */
+export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvider) {
+  return async (m: JsMsg): Promise<void> => {
+    const id = m.string();
+    const claim = await rt.deliveries.claim(id, loaded.name, LEASE_MS);
+    if ('reason' in claim) {
+      if (claim.reason === 'not_due') m.nak(claim.dueInMs);
+      else m.ack();
+      return;
+    }
+    let result: AttemptResult;
+    try {
+      const sent = await withTimeout(loaded.provider.send(outbound(claim)), SEND_TIMEOUT_MS);
+      result = { outcome: 'sent', provider: loaded.name, providerMessageId: sent.providerMessageId };
+    } catch (err) {
+      result = decide(err, claim.attempt, rt.config.retryBackoffMs, loaded.name);
+    }
+    attemptsTotal.inc({ channel, provider: loaded.name, outcome: result.outcome === 'sent' ? 'sent' : result.kind });
+    // If recording fails (PostgreSQL down), the throw naks the message; the lease then runs out and
+    // the attempt is retried and the unrecorded one marked lost.
+    const t = await rt.deliveries.finish(claim, result);
+    rt.nc.publish(FEED_WAKE_SUBJECT);
+    if (t?.status === 'pending' && result.outcome === 'retry') {
+      m.nak(result.delayMs);
+      return;
+    }
+    m.ack();
+    if (t?.callbackId) await wakeCallbacks(rt.js, [t.callbackId], rt.logger);
+  };
+}

@@ -1,0 +1,79 @@
+import {
+  CHANNELS, consumeWorkQueue, FEED_WAKE_SUBJECT, SEND_STREAM, sendConsumer, purgeIdempotencyKeys, sweeperRequeued, wakeCallbacks, wakeSenders, type Channel, type Runtime,
+} from '@ens/core';
+import type { PluginContext } from '@ens/plugin-sdk';
+import { loadProviders, type LoadedProvider } from './provider-loader.ts';
+import { sendHandler } from './send-loop.ts';
+
+/** A delivery is re-enqueued when no worker has touched it this long after it fell due. */
+const SWEEP_GRACE_MS = 30_000;
+const SWEEP_EVERY_MS = 5_000;
+
+export interface WorkerRole {
+  providers: Map<Channel, LoadedProvider>;
+  stop(): Promise<void>;
+}
+
+/** The context a plugin gets: status reports go through the same store call as every webhook. */
+export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
+  const logger = rt.logger.child({ plugin: pluginName });
+  return {
+    logger,
+    media: rt.media,
+    async reportStatus(u) {
+      const r = await rt.deliveries.applyStatusReport({ provider: pluginName, providerMessageId: u.providerMessageId, kind: u.status, at: u.at, error: u.error });
+      if (!r) {
+        logger.warn({ providerMessageId: u.providerMessageId }, 'status report for an unknown message');
+        return;
+      }
+      if (r.changed) rt.nc.publish(FEED_WAKE_SUBJECT);
+      if (r.callbackId) await wakeCallbacks(rt.js, [r.callbackId], rt.logger);
+    },
+  };
+}
+
+/**
+ * Runs the worker role: one send loop per channel, plus the sweeper that re-enqueues deliveries
+ * whose wake-up was lost (crash, JetStream store loss), which is what makes invariant 1 hold.
+ */
+export async function startWorker(rt: Runtime, opts: { providerConfig?: (pkg: string) => unknown } = {}): Promise<WorkerRole> {
+  const providers = await loadProviders(rt.config.providers, opts.providerConfig ?? (() => ({})), (name) => pluginContext(rt, name));
+  const loops = await Promise.all(
+    CHANNELS.map((ch) => consumeWorkQueue(rt.js, SEND_STREAM, sendConsumer(ch), rt.config.workerConcurrency, sendHandler(rt, ch, providers.get(ch)!), rt.logger)),
+  );
+
+  let lastPurge = 0;
+  const sweep = async () => {
+    try {
+      const overdue = await rt.deliveries.takeOverdue(SWEEP_GRACE_MS, 1000);
+      if (overdue.length > 0) {
+        sweeperRequeued.inc({ kind: 'delivery' }, overdue.length);
+        rt.logger.info({ count: overdue.length }, 'sweeper re-enqueued deliveries');
+        await wakeSenders(rt.js, overdue, rt.logger);
+      }
+      if (Date.now() - lastPurge > 600_000) {
+        lastPurge = Date.now();
+        await purgeIdempotencyKeys(rt.db, rt.config.idempotencyTtlMs);
+      }
+    } catch (err) {
+      rt.logger.warn({ err }, 'sweep failed; will try again');
+    }
+  };
+  const timer = setInterval(() => void sweep(), SWEEP_EVERY_MS);
+  void sweep();
+
+  return {
+    providers,
+    async stop() {
+      clearInterval(timer);
+      await Promise.all(loops.map((l) => l.stop(10_000)));
+      const closed = new Set<LoadedProvider>();
+      for (const p of providers.values()) {
+        if (closed.has(p)) continue;
+        closed.add(p);
+        await p.provider.close?.();
+      }
+    },
+  };
+}
+
