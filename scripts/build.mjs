@@ -14,12 +14,12 @@ for (const group of groups) {
   for (const name of await readdir(path.join(root, group))) {
     const dir = path.join(root, group, name);
     const pkg = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8'));
-    const src = pkg.exports?.['.']?.['ens-source'];
-    if (!src) continue;
+    const entries = Object.values(pkg.exports ?? {}).filter((e) => e?.['ens-source'] && e.default);
+    if (entries.length === 0) continue;
     await rm(path.join(dir, 'dist'), { recursive: true, force: true });
-    await build({
-      entryPoints: [path.join(dir, src)],
-      outfile: path.join(dir, 'dist', 'index.js'),
+    for (const entry of entries) await build({
+      entryPoints: [path.join(dir, entry['ens-source'])],
+      outfile: path.join(dir, entry.default),
       bundle: true,
       packages: 'external',
       platform: 'node',

@@ -31,3 +31,11 @@ t.test('parallel starts get separate engines', async (tt) => {
   tt.not(a.natsUrl, b.natsUrl);
   tt.not(a.dir, b.dir);
 });
+
+t.test('a postgres killed by the test is restarted and stopped cleanly at teardown', async (tt) => {
+  const engines = await startTestEngines();
+  await engines.postgres.kill9();
+  await engines.stop();
+  tt.equal(engines.postgres.pid, undefined, 'not left running');
+  await tt.rejects(stat(engines.dir), { code: 'ENOENT' }, 'scratch directory removed');
+});

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { access, chmod, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startNats, startPostgres, type NatsHandle, type PostgresHandle } from '@ens/local-engines';
@@ -33,6 +33,18 @@ async function startPostgresFromTemplate(dataDir: string): Promise<PostgresHandl
 }
 
 /**
+ * A server that a fault test killed and never restarted leaves its dynamic shared
+ * memory in /dev/shm; only a start on the same data dir reclaims it, and the data
+ * dir is about to be deleted. So it is started once more before the final stop.
+ * (A clean shutdown removes postmaster.pid; a killed server leaves it behind.)
+ */
+async function stopPostgresCleanly(postgres: PostgresHandle): Promise<void> {
+  const killed = postgres.pid === undefined && (await access(join(postgres.dataDir, 'postmaster.pid')).then(() => true, () => false));
+  if (killed) await postgres.start().catch(() => {});
+  await postgres.stop();
+}
+
+/**
  * Starts a private PostgreSQL and NATS (JetStream) on free ports for one test
  * file. With `t`, both are stopped and their data removed at teardown.
  */
@@ -60,7 +72,7 @@ export async function startTestEngines(t?: { teardown(fn: () => unknown): void }
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
-      await Promise.allSettled([postgres.stop(), nats.stop()]);
+      await Promise.allSettled([stopPostgresCleanly(postgres), nats.stop()]);
       await rm(dir, { recursive: true, force: true });
     })();
     return stopping;

@@ -4,7 +4,8 @@ import { EngineMissingError } from '@ens/local-engines';
 import { callbacksCommand } from './commands/callbacks.ts';
 import { clientsCommand } from './commands/clients.ts';
 import { migrateCommand } from './commands/migrate.ts';
-import { parseRoles, serve } from './commands/serve.ts';
+import { serve } from './commands/serve.ts';
+import { parseRoles } from './roles.ts';
 import { UsageError } from './output.ts';
 
 const HELP = `ens — the ENS operator command

@@ -28,6 +28,9 @@ const Env = Type.Object({
   ENS_DAILY_QUOTA: Type.Optional(Type.String({ pattern: '^\\d+$' })),
   ENS_TOKEN_RATE_LIMIT: Type.Optional(Type.String({ pattern: '^\\d+$' })),
   ENS_WORKER_CONCURRENCY: Type.Optional(Type.String({ pattern: '^\\d+$' })),
+  ENS_PROVIDER_CONFIG: Type.Optional(Type.String({ pattern: '^\\s*\\{' })),
+  ENS_LEASE: Type.Optional(Type.String()),
+  ENS_SWEEP_GRACE: Type.Optional(Type.String()),
   ENS_PROVIDERS: Type.Optional(Type.String({ pattern: '^\\s*(sms|email|push|whatsapp)=[^,]+(,\\s*(sms|email|push|whatsapp)=[^,]+)*\\s*$' })),
   ENS_LOG_LEVEL: Type.Optional(
     Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
@@ -64,7 +67,24 @@ export interface Config {
   readonly workerConcurrency: number;
   /** Provider plugin package per channel; channels not named use the sandbox. */
   readonly providers: Readonly<Record<'sms' | 'email' | 'push' | 'whatsapp', string>>;
+  /** Configuration per plugin package name, from ENS_PROVIDER_CONFIG (a JSON object). */
+  readonly providerConfig: Readonly<Record<string, unknown>>;
+  /** How long a worker holds a delivery (or callback) for one attempt before others may take it. */
+  readonly leaseMs: number;
+  /** How long past due a pending delivery or callback waits before the sweeper re-enqueues it. */
+  readonly sweepGraceMs: number;
   readonly logLevel: string;
+}
+
+function parseJsonObject(name: string, v: string | undefined): Record<string, unknown> {
+  if (v === undefined) return {};
+  try {
+    const o = JSON.parse(v) as unknown;
+    if (o !== null && typeof o === 'object' && !Array.isArray(o)) return o as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  throw new ConfigError(`${name}: must be a JSON object keyed by plugin package name, such as {"@ens/plugin-sandbox": {"handsetDelayMs": 400}}`);
 }
 
 function parseProviders(v: string | undefined): Config['providers'] {
@@ -138,6 +158,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenRateLimit: int(e.ENS_TOKEN_RATE_LIMIT, 60),
     workerConcurrency: int(e.ENS_WORKER_CONCURRENCY, 64),
     providers: parseProviders(e.ENS_PROVIDERS),
+    providerConfig: Object.freeze(parseJsonObject('ENS_PROVIDER_CONFIG', e.ENS_PROVIDER_CONFIG)),
+    leaseMs: durationVar('ENS_LEASE', e.ENS_LEASE, '60s'),
+    sweepGraceMs: durationVar('ENS_SWEEP_GRACE', e.ENS_SWEEP_GRACE, '30s'),
     logLevel: e.ENS_LOG_LEVEL ?? 'info',
   });
 }

@@ -28,6 +28,10 @@ export interface Runtime {
   media: MediaStore;
   /** Key for signing access tokens, derived from the master key. */
   tokenKey: Buffer;
+  /** Declares the JetStream topology again (after a NATS restart that lost its store). */
+  redeclareTopology(): Promise<unknown>;
+  /** Registers a listener called after NATS reconnected and the topology was declared again. */
+  onNatsReconnect(listener: () => void): void;
   close(): Promise<void>;
 }
 
@@ -45,6 +49,17 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
     nc = await connectNats(urls.natsUrl, 'ens');
     const js = await ensureTopology(nc);
     const conn = nc;
+    const redeclareTopology = () => ensureTopology(conn);
+    const reconnectListeners: (() => void)[] = [];
+    // A NATS server restarted without its store has no streams: declare them again on reconnect so
+    // wake-ups can be published; what was lost is re-sent by the sweepers from PostgreSQL.
+    void (async () => {
+      for await (const s of conn.status()) {
+        if (s.type !== 'reconnect') continue;
+        await redeclareTopology().catch((err: unknown) => logger.warn({ err }, 'could not re-declare JetStream topology'));
+        for (const l of reconnectListeners) l();
+      }
+    })();
     return {
       config,
       logger,
@@ -57,6 +72,8 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
       callbacks: new CallbackStore(db),
       media: new DirectoryMediaStore(path.join(config.dataDir, 'media')),
       tokenKey: deriveKey(masterKey, 'access-token'),
+      redeclareTopology,
+      onNatsReconnect: (l) => void reconnectListeners.push(l),
       async close() {
         await conn.drain().catch(() => conn.close());
         await db.end();

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { isExecutable, pathDirs } from './find-executable.ts';
 import { join } from 'node:path';
+import { isExecutable, pathDirs } from './find-executable.ts';
 
 let setprivPath: Promise<string | undefined> | undefined;
 
@@ -23,6 +23,8 @@ async function locateSetpriv(): Promise<string | undefined> {
  * SIGKILL or an unhandled SIGTERM, which no 'exit' handler can cover. setpriv
  * execs the command, so the child's pid stays the engine's pid. Where setpriv is
  * unavailable the command runs unwrapped and only the 'exit' fallback applies.
+ * The kernel ties this to the spawning thread, so engines started from a
+ * worker_thread stop when that worker ends.
  */
 export async function withParentDeathSignal(
   command: string,

@@ -59,6 +59,11 @@ async function waitForDeath(pid: number, timeoutMs = 10_000): Promise<boolean> {
   return true;
 }
 
+async function postgresIds(): Promise<{ uid: number; gid: number }> {
+  const [uid, gid] = await Promise.all([execFileAsync('id', ['-u', 'postgres']), execFileAsync('id', ['-g', 'postgres'])]);
+  return { uid: Number(uid.stdout), gid: Number(gid.stdout) };
+}
+
 async function started(pgOpts: StartPostgresOptions, tt: { teardown(fn: () => unknown): void }): Promise<PostgresHandle> {
   const handle = await startPostgres(pgOpts);
   tt.teardown(() => handle.stop());
@@ -161,14 +166,11 @@ await t.test('postgres: a server left running on the data dir by a killed run is
   tt.same((await query(pgh.url, 'select 1 as one')).rows, [{ one: 1 }]);
 });
 
-async function postgresIds(): Promise<{ uid: number; gid: number }> {
-  const [uid, gid] = await Promise.all([execFileAsync('id', ['-u', 'postgres']), execFileAsync('id', ['-g', 'postgres'])]);
-  return { uid: Number(uid.stdout), gid: Number(gid.stdout) };
-}
-
 await t.test('postgres: a postmaster.pid naming a recycled pid does not block the start', async (tt) => {
   const dataDir = await copyOfBase();
-  const unrelated = spawn('sleep', ['60'], { stdio: 'ignore' });
+  const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
+  // PostgreSQL ignores a pid it may not signal, so the recycled pid must belong to the user it runs as.
+  const unrelated = spawn('sleep', ['60'], { stdio: 'ignore', ...(runAs ?? {}) });
   tt.teardown(() => {
     unrelated.kill('SIGKILL');
   });
@@ -177,10 +179,7 @@ await t.test('postgres: a postmaster.pid naming a recycled pid does not block th
     join(dataDir, 'postmaster.pid'),
     `${unrelated.pid}\n${dataDir}\n1700000000\n${port}\n${dataDir}\n127.0.0.1\n  5432001         0\nready   \n`,
   );
-  if (process.getuid?.() === 0) {
-    const { uid, gid } = await postgresIds();
-    await execFileAsync('chown', [`${uid}:${gid}`, join(dataDir, 'postmaster.pid')]);
-  }
+  if (runAs) await execFileAsync('chown', [`${runAs.uid}:${runAs.gid}`, join(dataDir, 'postmaster.pid')]);
   const pgh = await started({ dataDir, fsync: false, port }, tt);
   tt.same((await query(pgh.url, 'select 1 as one')).rows, [{ one: 1 }]);
   tt.ok(isAlive(unrelated.pid!), 'the unrelated process was left alone');
@@ -243,9 +242,10 @@ await t.test('missing binaries: the error names the package to install', async (
 
 await t.test('freePort returns a port that can be bound', async (tt) => {
   const port = await freePort();
-  tt.ok(port > 0 && port < 65536);
+  tt.ok(port > 0 && port < 65536, 'a valid port number');
   const server = createServer();
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
+  tt.pass('listening on it succeeds');
   await new Promise((resolve) => server.close(resolve));
 });
 

@@ -29,15 +29,18 @@ function outcomeFor(m: OutboundMessage): Outcome {
 const Config = Type.Object({
   /** Delay before the simulated handset reports delivered; read follows after the same delay. */
   handsetDelayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000, default: 400 })),
-});
+  /** Simulated provider latency per send, for load and fault tests. */
+  sendDelayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000, default: 0 })),
+}, { additionalProperties: false }); // a misspelt setting must stop the start, not be ignored
 
-export default definePlugin<{ handsetDelayMs?: number }>({
+export default definePlugin<{ handsetDelayMs?: number; sendDelayMs?: number }>({
   name: 'sandbox',
   channels: ['sms', 'email', 'push', 'whatsapp'],
   sdk: '^1.0.0',
   configSchema: Config,
   create(config, context: PluginContext) {
     const delay = config.handsetDelayMs ?? 400;
+    const sendDelay = config.sendDelayMs ?? 0;
     const timers = new Set<NodeJS.Timeout>();
     // The handset's reports go through context.reportStatus, the same path the WhatsApp status
     // webhook takes, so sandbox runs exercise the real update code.
@@ -50,6 +53,7 @@ export default definePlugin<{ handsetDelayMs?: number }>({
     };
     return {
       async send(m) {
+        if (sendDelay > 0) await new Promise((r) => setTimeout(r, sendDelay));
         const outcome = outcomeFor(m);
         if (outcome === 'fail') throw permanentError(`sandbox: ${m.channel} recipient ${m.recipient} is set up to fail`);
         if (outcome === 'flaky' && m.attempt < 3) throw transientError(`sandbox: simulated outage on attempt ${m.attempt}`);

@@ -1,15 +1,17 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
 import {
-  ACK_WAIT_MS, attemptsTotal, FEED_WAKE_SUBJECT, wakeCallbacks,
+  attemptsTotal, FEED_WAKE_SUBJECT, wakeCallbacks,
   type AttemptResult, type Channel, type ClaimedDelivery, type Runtime,
 } from '@ens/core';
 import type { LoadedProvider } from './provider-loader.ts';
 
-/** A provider call that has not answered by then is treated as a transient failure. */
-const SEND_TIMEOUT_MS = 30_000;
-/** The lease outlives the send timeout, so a slow send is never handed to a second worker. */
-const LEASE_MS = ACK_WAIT_MS;
+/**
+ * A provider call that has not answered within this share of the lease is treated as a transient
+ * failure, so the lease always outlives the send and a slow send is never handed to a second worker.
+ */
+const SEND_SHARE_OF_LEASE = 0.8;
+const MAX_SEND_TIMEOUT_MS = 30_000;
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let t: NodeJS.Timeout | undefined;
@@ -54,7 +56,7 @@ function outbound(d: ClaimedDelivery): OutboundMessage {
 export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvider) {
   return async (m: JsMsg): Promise<void> => {
     const id = m.string();
-    const claim = await rt.deliveries.claim(id, loaded.name, LEASE_MS);
+    const claim = await rt.deliveries.claim(id, loaded.name, rt.config.leaseMs);
     if ('reason' in claim) {
       if (claim.reason === 'not_due') m.nak(claim.dueInMs);
       else m.ack();
@@ -62,7 +64,7 @@ export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvide
     }
     let result: AttemptResult;
     try {
-      const sent = await withTimeout(loaded.provider.send(outbound(claim)), SEND_TIMEOUT_MS);
+      const sent = await withTimeout(loaded.provider.send(outbound(claim)), Math.min(MAX_SEND_TIMEOUT_MS, rt.config.leaseMs * SEND_SHARE_OF_LEASE));
       result = { outcome: 'sent', provider: loaded.name, providerMessageId: sent.providerMessageId };
     } catch (err) {
       result = decide(err, claim.attempt, rt.config.retryBackoffMs, loaded.name);

@@ -5,9 +5,8 @@ import type { PluginContext } from '@ens/plugin-sdk';
 import { loadProviders, type LoadedProvider } from './provider-loader.ts';
 import { sendHandler } from './send-loop.ts';
 
-/** A delivery is re-enqueued when no worker has touched it this long after it fell due. */
-const SWEEP_GRACE_MS = 30_000;
-const SWEEP_EVERY_MS = 5_000;
+/** How often the sweeper looks; what it takes is set by ENS_SWEEP_GRACE. */
+const SWEEP_EVERY_MS = 2_000;
 
 export interface WorkerRole {
   providers: Map<Channel, LoadedProvider>;
@@ -36,16 +35,16 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
  * Runs the worker role: one send loop per channel, plus the sweeper that re-enqueues deliveries
  * whose wake-up was lost (crash, JetStream store loss), which is what makes invariant 1 hold.
  */
-export async function startWorker(rt: Runtime, opts: { providerConfig?: (pkg: string) => unknown } = {}): Promise<WorkerRole> {
-  const providers = await loadProviders(rt.config.providers, opts.providerConfig ?? (() => ({})), (name) => pluginContext(rt, name));
+export async function startWorker(rt: Runtime): Promise<WorkerRole> {
+  const providers = await loadProviders(rt.config.providers, (pkg) => rt.config.providerConfig[pkg], (name) => pluginContext(rt, name));
   const loops = await Promise.all(
-    CHANNELS.map((ch) => consumeWorkQueue(rt.js, SEND_STREAM, sendConsumer(ch), rt.config.workerConcurrency, sendHandler(rt, ch, providers.get(ch)!), rt.logger)),
+    CHANNELS.map((ch) => consumeWorkQueue(rt.js, SEND_STREAM, sendConsumer(ch), rt.config.workerConcurrency, sendHandler(rt, ch, providers.get(ch)!), rt.logger, rt.redeclareTopology, rt.onNatsReconnect)),
   );
 
   let lastPurge = 0;
   const sweep = async () => {
     try {
-      const overdue = await rt.deliveries.takeOverdue(SWEEP_GRACE_MS, 1000);
+      const overdue = await rt.deliveries.takeOverdue(rt.config.sweepGraceMs, 1000);
       if (overdue.length > 0) {
         sweeperRequeued.inc({ kind: 'delivery' }, overdue.length);
         rt.logger.info({ count: overdue.length }, 'sweeper re-enqueued deliveries');

@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify';
+import type { Runtime } from '@ens/core';
+import { buildApi } from '@ens/service-api';
+import { startCallbacks } from '@ens/service-callbacks';
+import { startFeed } from '@ens/service-feed';
+import { startWorker } from '@ens/service-worker';
+
+export const ROLES = ['api', 'worker', 'callbacks', 'feed'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface RunningRoles {
+  /** The API server when the api role runs, already listening. */
+  api: FastifyInstance | null;
+  /** Stops the roles in reverse start order: intake first, so nothing new arrives while work drains. */
+  stop(): Promise<void>;
+}
+
+export function parseRoles(text: string | undefined): Role[] {
+  if (text === undefined) return [...ROLES];
+  const roles = text.split(',').map((r) => r.trim()).filter(Boolean);
+  const bad = roles.find((r) => !(ROLES as readonly string[]).includes(r));
+  if (bad !== undefined || roles.length === 0) throw new Error(`--roles takes a comma-separated list of ${ROLES.join(', ')}${bad ? `; "${bad}" is not one` : ''}`);
+  return [...new Set(roles)] as Role[];
+}
+
+/** Starts the chosen roles on an open runtime; the API listens on `listen`. */
+export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { port: number; host: string }): Promise<RunningRoles> {
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch((err: unknown) => rt.logger.error({ err }, 'stop failed'));
+  };
+  let api: FastifyInstance | null = null;
+  try {
+    if (roles.includes('feed')) {
+      const f = await startFeed(rt);
+      stops.push(() => f.stop());
+    }
+    if (roles.includes('callbacks')) {
+      const c = await startCallbacks(rt);
+      stops.push(() => c.stop());
+    }
+    if (roles.includes('worker')) {
+      const w = await startWorker(rt);
+      stops.push(() => w.stop());
+    }
+    if (roles.includes('api')) {
+      const app = await buildApi(rt);
+      await app.listen(listen);
+      stops.push(() => app.close());
+      api = app;
+    }
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { api, stop };
+}

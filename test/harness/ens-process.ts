@@ -1,0 +1,51 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface EnsProcess {
+  child: ChildProcess;
+  /** Everything it printed, stdout and stderr. */
+  output(): string;
+  exited: Promise<number | null>;
+  kill9(): Promise<void>;
+}
+
+/** Runs the `ens` command from source (as `npx ens` would after a build) with the given env. */
+export function spawnEns(args: string[], env: Record<string, string>): EnsProcess {
+  const child = spawn(process.execPath, ['--conditions=ens-source', '--import=tsx', path.join(root, 'packages/cli/src/main.ts'), ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return {
+    child,
+    output: () => out,
+    exited,
+    async kill9() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** Runs `ens …` to completion; resolves with exit code, stdout and stderr. */
+export function runEns(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--conditions=ens-source', '--import=tsx', path.join(root, 'packages/cli/src/main.ts'), ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -1,0 +1,187 @@
+import { freePort } from '@ens/local-engines';
+import { loadConfig, migrate, openRuntime, createLogger, type Config, type Runtime } from '@ens/core';
+import { startRoles, type Role, type RunningRoles } from '@ens/cli/roles';
+import { startTestEngines, type TestEngines } from './engines.ts';
+import { mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+
+export interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** Parsed JSON body, or undefined when the body is not JSON. */
+  body: any;
+}
+
+export interface TestClient {
+  clientId: string;
+  clientSecret: string;
+  callbackSecret: string | undefined;
+  /** A fresh client-credentials token (cached per client). */
+  token(): Promise<string>;
+  /** Calls the API with this client's token. */
+  call(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string> }): Promise<ApiResponse>;
+}
+
+export interface TestService {
+  baseUrl: string;
+  config: Config;
+  rt: Runtime;
+  engines: TestEngines;
+  roles: RunningRoles;
+  /** Environment that points another `ens` process at the same engines and data dir. */
+  env: Record<string, string>;
+  createClient(opts?: { name?: string; callbackSecret?: boolean }): Promise<TestClient>;
+  request(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<ApiResponse>;
+  /** Provisions a tenant for the client (201 or 200). */
+  tenant(client: TestClient, tenant: string): Promise<void>;
+  /** Sends a handoff; returns the response. */
+  send(client: TestClient, handoff: unknown, key?: string): Promise<ApiResponse>;
+  /** Rows of the client's feed, walked to the end from the start. */
+  feed(client: TestClient, query?: string): Promise<any[]>;
+}
+
+/** Env defaults for tests: fast retries, private callbacks allowed (receivers run on loopback). */
+export const TEST_ENV: Record<string, string> = {
+  ENS_RETRY_BACKOFF: '100ms,100ms,100ms',
+  ENS_CALLBACK_BACKOFF: '100ms,200ms',
+  ENS_ALLOW_PRIVATE_CALLBACKS: 'true',
+  ENS_LOG_LEVEL: 'warn',
+  ENS_RATE_LIMIT: '100000',
+  ENS_TOKEN_RATE_LIMIT: '100000',
+  ENS_PROVIDER_CONFIG: JSON.stringify({ '@ens/plugin-sandbox': { handsetDelayMs: 100 } }),
+};
+
+let keySeq = 0;
+/** A unique Idempotency-Key for a test send. */
+export function uniqueKey(prefix = 'k'): string {
+  return `${prefix}-${process.pid}-${Date.now()}-${++keySeq}`;
+}
+
+/** Polls fn until it returns a truthy value, or fails after timeoutMs with the last value seen. */
+export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    last = await fn();
+    if (last) return last as T;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function asResponse(res: Response): Promise<ApiResponse> {
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text.length > 0 ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, body };
+}
+
+/**
+ * Starts engines and the given roles in this process, with a migrated database. Everything is
+ * torn down with the test.
+ */
+export async function startTestService(t: Teardown, opts: { env?: Record<string, string>; roles?: Role[] } = {}): Promise<TestService> {
+  const engines = await startTestEngines(t);
+  const port = await freePort();
+  const dataDir = await mkdtemp(join(tmpdir(), 'ens-data-'));
+  const env: Record<string, string> = {
+    ...TEST_ENV,
+    DATABASE_URL: engines.databaseUrl,
+    NATS_URL: engines.natsUrl,
+    ENS_DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ...opts.env,
+  };
+  const config = loadConfig(env);
+  const rt = await openRuntime(config, { databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl }, createLogger(config));
+  await migrate(rt.db);
+  const roles = await startRoles(rt, opts.roles ?? ['api', 'worker', 'callbacks', 'feed'], { port, host: '127.0.0.1' });
+  t.teardown(async () => {
+    await roles.stop();
+    await rt.close();
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+
+  const request: TestService['request'] = async (method, path, o = {}) => {
+    const headers: Record<string, string> = { ...o.headers };
+    let body: string | undefined = o.raw;
+    if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    return asResponse(await fetch(baseUrl + path, { method, headers, body }));
+  };
+
+  const createClient: TestService['createClient'] = async (o = {}) => {
+    const issued = await rt.clients.create(o.name ?? 'test', o.callbackSecret ?? true);
+    let cached: string | undefined;
+    const token = async () => {
+      if (cached) return cached;
+      const res = await fetch(`${baseUrl}/v1/oauth2/token/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: issued.client_id, client_secret: issued.client_secret }),
+      });
+      if (res.status !== 200) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
+      cached = ((await res.json()) as { access_token: string }).access_token;
+      return cached;
+    };
+    return {
+      clientId: issued.client_id,
+      clientSecret: issued.client_secret,
+      callbackSecret: issued.callback_secret,
+      token,
+      call: async (method, path, c = {}) => request(method, path, { ...c, headers: { authorization: `Bearer ${await token()}`, ...c.headers } }),
+    };
+  };
+
+  return {
+    baseUrl,
+    config,
+    rt,
+    engines,
+    roles,
+    env,
+    request,
+    createClient,
+    async tenant(client, tenant) {
+      const r = await client.call('POST', '/v2/tenants', { body: { tenant } });
+      if (r.status !== 201 && r.status !== 200) throw new Error(`tenant create failed: ${r.status} ${r.text}`);
+    },
+    async send(client, handoff, key = uniqueKey()) {
+      return client.call('POST', '/v2/messages', { body: handoff, headers: { 'idempotency-key': key } });
+    },
+    async feed(client, query = '') {
+      const rows: any[] = [];
+      let url = `/v2/deliveries?limit=1000${query ? `&${query}` : ''}`;
+      for (;;) {
+        const r = await client.call('GET', url);
+        if (r.status !== 200) throw new Error(`feed failed: ${r.status} ${r.text}`);
+        rows.push(...r.body.results);
+        if (!r.body.next_cursor) return rows;
+        url = `/v2/deliveries?limit=1000&cursor=${encodeURIComponent(r.body.next_cursor)}${query ? `&${query}` : ''}`;
+      }
+    },
+  };
+}
+
+/** A minimal valid sms handoff for `tenant`. */
+export function smsHandoff(tenant: string, recipients: string[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    tenant,
+    event_type: 'test.event',
+    messages: [{ channel: 'sms', recipients, content: { kind: 'rendered', body: 'hello' } }],
+    ...extra,
+  };
+}
