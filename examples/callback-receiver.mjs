@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+// A callback receiver that does what the spec asks of one: compute the HMAC over the raw body,
+// compare in constant time, and reject a missing or wrong signature before parsing anything.
+//
+//   CALLBACK_SECRET=whsec_... node examples/callback-receiver.mjs [port]
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer } from 'node:http';
+
+const secret = process.env.CALLBACK_SECRET;
+if (!secret) {
+  console.error('set CALLBACK_SECRET to the callback_secret printed by `npx ens clients create --callback-secret`');
+  process.exit(2);
+}
+const port = Number(process.argv[2] ?? 9000);
+
+createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const raw = Buffer.concat(chunks);
+    const expected = Buffer.from(createHmac('sha256', secret).update(raw).digest('hex'));
+    const given = Buffer.from(String(req.headers['x-ens-signature'] ?? ''));
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      console.log('rejected: missing or wrong X-ENS-Signature');
+      res.writeHead(401).end();
+      return;
+    }
+    const p = JSON.parse(raw.toString('utf8'));
+    console.log(`verified callback ${req.headers['webhook-id']}: ${p.channel} ${p.recipient} ${p.status} attempts=${p.attempts}${p.last_error ? ` (${p.last_error})` : ''}`);
+    res.writeHead(204).end();
+  });
+}).listen(port, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${port}/callbacks`));
