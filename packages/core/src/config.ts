@@ -98,6 +98,7 @@ function parseProviders(v: string | undefined): Config['providers'] {
 
 export class ConfigError extends Error {
   readonly code = 'ENS_ERR_CONFIG';
+  override readonly name = 'ConfigError';
 }
 
 function int(v: string | undefined, fallback: number): number {
