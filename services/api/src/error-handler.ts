@@ -1,13 +1,14 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { EnsError, Errors, isEnsError } from '@ens/core';
 
 const OAUTH_CODES = new Set(['invalid_client', 'invalid_request', 'unsupported_grant_type', 'invalid_grant', 'invalid_scope']);
 
 /** Maps framework errors (body too large, bad JSON, bad content type) onto the registry. */
-function fromFastify(e: FastifyError): EnsError | null {
+function fromFastify(e: FastifyError, req: FastifyRequest): EnsError | null {
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return Errors.payloadTooLarge(`The request body is larger than the limit of ${e.message.match(/\d+/)?.[0] ?? 'the configured'} bytes (ENS_MAX_BODY_BYTES).`);
+      // Fastify's own message does not give the limit; the route's options do.
+      return Errors.payloadTooLarge(`The request body is larger than the limit of ${req.routeOptions.bodyLimit} bytes (ENS_MAX_BODY_BYTES).`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return Errors.unsupportedMediaType('Send the body as application/json.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -29,7 +30,7 @@ export function installErrorHandler(app: FastifyInstance): void {
     let e: EnsError | null = isEnsError(err) ? err : null;
     // JSON parse errors from Node itself arrive as SyntaxError with statusCode 400.
     if (!e && err instanceof SyntaxError) e = Errors.badRequest(`The request body is not valid JSON: ${err.message}`);
-    if (!e && err && typeof err === 'object' && 'code' in err) e = fromFastify(err as FastifyError);
+    if (!e && err && typeof err === 'object' && 'code' in err) e = fromFastify(err as FastifyError, req);
     if (!e) {
       req.log.error({ err }, 'unhandled error');
       e = new EnsError('ENS_ERR_INTERNAL', 500, 'Internal error; the request id in the x-request-id header identifies it in the logs.');
@@ -41,7 +42,7 @@ export function installErrorHandler(app: FastifyInstance): void {
     if (e.errors) body.errors = e.errors;
     return reply.send(body);
   });
-  app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send({ code: 'ENS_ERR_NOT_FOUND', detail: `No route for ${req.method} ${req.url.split('?')[0]}.` });
+  app.setNotFoundHandler(async (req) => {
+    throw Errors.notFound(`No route for ${req.method} ${req.url.split('?')[0]}.`);
   });
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -27,7 +27,8 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     bodyLimit: rt.config.maxBodyBytes,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    disableRequestLogging: true,
+    // Our onResponse hook logs one line per request with its latency; Fastify's own two are noise.
+    logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
   });
   app.setValidatorCompiler(typeboxValidator);
@@ -61,13 +62,17 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
   await directory.start();
   app.addHook('onClose', () => directory.close());
 
-  tokenRoute(app, { clients: rt.clients, tokens, limits: new TokenRateLimits(rt.config.tokenRateLimit) });
+  await tokenRoute(app, { clients: rt.clients, tokens, limits: new TokenRateLimits(rt.config.tokenRateLimit) });
   healthRoutes(app, rt);
 
   const authenticate = clientAuthenticator(tokens, directory);
   const rateLimits = new ClientRateLimits();
   await app.register(async (v2) => {
     v2.decorateRequest('client', null as never);
+    // /v2/ takes JSON only. Without this, a text/plain or form body (whose parsers the token
+    // endpoint and webhooks need) would reach the schema and get a 400 "must be object", where
+    // every other non-JSON type gets a 415.
+    v2.removeContentTypeParser(['text/plain', 'application/x-www-form-urlencoded']);
     v2.addHook('onRequest', async (req) => {
       await authenticate(req);
       await rateLimits.consume(req.client.id, req.client.rateLimit ?? rt.config.rateLimit);

@@ -3,6 +3,66 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Errors, type FieldError } from '@ens/core';
 
+interface SchemaError {
+  keyword: string;
+  schemaPath: string;
+  instancePath: string;
+  message: string;
+  params?: { additionalProperties?: string[]; requiredProperties?: string[]; allowedValue?: unknown; type?: string };
+}
+
+const ALTERNATIVE = /\/anyOf\/\d+$/;
+
+/** An alternative of a union of literals or simple types: what it would have accepted. */
+function alternative(e: SchemaError): string | null {
+  if (!ALTERNATIVE.test(e.schemaPath)) return null;
+  if (e.keyword === 'const') return JSON.stringify(e.params?.allowedValue);
+  if (e.keyword === 'type' && e.params?.type) return e.params.type;
+  return null;
+}
+
+/**
+ * Turns TypeBox's errors into one entry per problem, at the path of the field concerned: a missing
+ * field is reported at its own path ("is required"), an unknown one at its path ("is not a known
+ * field"), and a value outside a union of literals or types as "must be one of …" (or "must be
+ * string or null") rather than one entry per alternative.
+ */
+function fieldErrors(raw: SchemaError[]): FieldError[] {
+  const out: FieldError[] = [];
+  const unions = new Map<string, string[]>();
+  for (const e of raw) {
+    const alt = alternative(e);
+    if (alt === null) continue;
+    const key = `${e.instancePath}\u0000${e.schemaPath.replace(ALTERNATIVE, '')}`;
+    unions.set(key, [...(unions.get(key) ?? []), alt]);
+  }
+  for (const e of raw) {
+    const at = e.instancePath;
+    const union = e.keyword === 'anyOf' ? unions.get(`${at}\u0000${e.schemaPath}`) : undefined;
+    if (e.keyword === 'required') {
+      for (const name of e.params?.requiredProperties ?? []) out.push({ path: `${at}/${name}`, message: 'is required' });
+    } else if (e.keyword === 'additionalProperties') {
+      for (const name of e.params?.additionalProperties ?? []) out.push({ path: `${at}/${name}`, message: 'is not a known field' });
+    } else if (e.keyword === 'boolean' && e.schemaPath.endsWith('/additionalProperties')) {
+      // The same unknown field again, as "schema is false"; reported above.
+    } else if (alternative(e) !== null && unions.has(`${at}\u0000${e.schemaPath.replace(ALTERNATIVE, '')}`)) {
+      // One alternative of a union; the union's own entry below says what would do.
+    } else if (union) {
+      const literals = union.every((a) => !/^[a-z]+$/.test(a));
+      out.push({ path: at || '/', message: literals ? `must be one of ${union.join(', ')}` : `must be ${union.join(' or ')}` });
+    } else {
+      out.push({ path: at || '/', message: e.message });
+    }
+  }
+  const seen = new Set<string>();
+  return out.filter((f) => {
+    const k = `${f.path}\u0000${f.message}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
 /**
  * Fastify validator backed by compiled TypeBox schemas. Every failure becomes ENS_ERR_VALIDATION
  * listing each problem with its JSON pointer, so the caller fixes a request in one round.
@@ -15,13 +75,7 @@ export const typeboxValidator: FastifySchemaCompiler<TSchema> = ({ schema, httpP
     let value = convert ? check.Convert(check.Default(structuredClone(input))) : input;
     if (!convert && value !== null && typeof value === 'object') value = check.Default(value);
     if (check.Check(value)) return { value };
-    const errors: FieldError[] = check.Errors(value).map((e) => {
-      const params = (e as { params?: { additionalProperties?: string[] } }).params;
-      const extra = params?.additionalProperties;
-      return extra && extra.length > 0
-        ? { path: `${e.instancePath}/${extra[0]}`, message: 'is not a known field' }
-        : { path: e.instancePath || '/', message: e.message };
-    });
+    const errors = fieldErrors(check.Errors(value) as SchemaError[]);
     const first = errors[0];
     const where = httpPart === 'body' ? 'body' : httpPart === 'querystring' ? 'query' : (httpPart ?? 'request');
     return { error: Errors.validation(`Invalid ${where}: ${first ? `${first.path} ${first.message}` : 'does not match the schema'}`, errors) };

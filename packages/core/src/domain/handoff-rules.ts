@@ -40,7 +40,11 @@ function normaliseRecipient(channel: Channel, raw: string): string | null {
       return normalisePhone(raw);
     case 'email': {
       const v = raw.trim();
-      return EMAIL.test(v) && v.length <= 254 ? v : null;
+      if (!EMAIL.test(v) || v.length > 254) return null;
+      // The domain is case-insensitive (RFC 5321 §2.4), so Ann@Example.com and Ann@example.com are
+      // one recipient; the local part is left as given, since its case may matter to the server.
+      const at = v.lastIndexOf('@');
+      return v.slice(0, at + 1) + v.slice(at + 1).toLowerCase();
     }
     case 'push': {
       const v = raw.trim();

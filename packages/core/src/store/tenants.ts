@@ -45,11 +45,14 @@ export class TenantStore {
     return rows[0] ?? null;
   }
 
-  /** Deletes a tenant that has no messages; 'in_use' when deliveries refer to it. */
+  /** Deletes a tenant that has no messages; 'in_use' when handoffs refer to it (a foreign key decides, so a racing send cannot slip in). */
   async delete(clientId: string, tenant: string): Promise<'deleted' | 'missing' | 'in_use'> {
-    const used = await this.db.query('SELECT 1 FROM handoffs WHERE client_id = $1 AND tenant = $2 LIMIT 1', [clientId, tenant]);
-    if (used.rowCount) return 'in_use';
-    const r = await this.db.query('DELETE FROM tenants WHERE client_id = $1 AND id = $2', [clientId, tenant]);
-    return r.rowCount ? 'deleted' : 'missing';
+    try {
+      const r = await this.db.query('DELETE FROM tenants WHERE client_id = $1 AND id = $2', [clientId, tenant]);
+      return r.rowCount ? 'deleted' : 'missing';
+    } catch (e) {
+      if ((e as { code?: string }).code === '23503') return 'in_use';
+      throw e;
+    }
   }
 }

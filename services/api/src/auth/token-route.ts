@@ -27,7 +27,16 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
 }
 
 /** POST /v1/oauth2/token/ — the client-credentials grant of RFC 6749 §4.4. */
-export function tokenRoute(app: FastifyInstance, deps: { clients: ClientStore; tokens: AccessTokens; limits: TokenRateLimits }): void {
+export async function tokenRoute(app: FastifyInstance, deps: { clients: ClientStore; tokens: AccessTokens; limits: TokenRateLimits }): Promise<void> {
+  await app.register(async (scope) => {
+    // Any other body type reaches the handler as an unparsed string, so the caller gets RFC 6749's
+    // 400 invalid_request (below) rather than the API's 415, which would tell them to send JSON.
+    scope.addContentTypeParser('*', { parseAs: 'string' }, (_req, _body, done) => done(null, undefined));
+    registerTokenRoute(scope, deps);
+  });
+}
+
+function registerTokenRoute(app: FastifyInstance, deps: { clients: ClientStore; tokens: AccessTokens; limits: TokenRateLimits }): void {
   app.post<{ Body: Record<string, string | undefined> }>(
     '/v1/oauth2/token/',
     {
@@ -39,7 +48,7 @@ export function tokenRoute(app: FastifyInstance, deps: { clients: ClientStore; t
       },
     },
     async (req, reply) => {
-      const ct = req.headers['content-type'] ?? '';
+      const ct = (req.headers['content-type'] ?? '').toLowerCase();
       if (!ct.startsWith('application/x-www-form-urlencoded')) {
         throw Errors.oauthInvalidRequest('Send the token request form-encoded (application/x-www-form-urlencoded).');
       }

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import stringify from 'safe-stable-stringify';
 import {
   AcceptedHandoff, acceptHandoff, deliveriesAccepted, Errors, ErrorBody, FEED_WAKE_SUBJECT, Handoff, newId, planDeliveries, wakeSenders,
-  type AcceptedHandoff as AcceptedHandoffT, type Channel, type Handoff as HandoffT, type Runtime,
+  type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
 } from '@ens/core';
 import { checkCallbackUrl } from '@ens/service-callbacks';
 
@@ -14,31 +14,55 @@ const IdempotencyHeaders = Type.Object({
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
+interface DecodedImage {
+  cid: string;
+  mediaType: string;
+  bytes: Buffer;
+}
+
 /**
- * Decodes inline images and moves them to media storage, so the stored handoff (and every retry
- * of every email) refers to a storage key instead of carrying megabytes of base64.
+ * Decodes every inline image and checks it, before any is stored: a request with one bad image
+ * among several leaves nothing behind in media storage. Reports every bad image at once.
  */
-async function storeImages(rt: Runtime, handoff: HandoffT): Promise<Record<string, unknown>> {
+function decodeImages(rt: Runtime, handoff: HandoffT): Map<number, DecodedImage[]> {
+  const decoded = new Map<number, DecodedImage[]>();
+  const errors: FieldError[] = [];
+  for (const [i, entry] of handoff.messages.entries()) {
+    const images = entry.content.inline_images;
+    if (!images) continue;
+    decoded.set(
+      i,
+      images.map((img, j) => {
+        const path = `/messages/${i}/content/inline_images/${j}/data`;
+        const data = img.data.replace(/\s+/g, '');
+        const bytes = BASE64.test(data) ? Buffer.from(data, 'base64') : null;
+        if (bytes === null) errors.push({ path, message: 'is not valid base64' });
+        else if (bytes.length === 0) errors.push({ path, message: 'is empty' });
+        else if (bytes.length > rt.config.maxImageBytes) {
+          throw Errors.payloadTooLarge(`Inline image "${img.cid}" is ${bytes.length} bytes; the limit is ${rt.config.maxImageBytes} (ENS_MAX_IMAGE_BYTES).`);
+        }
+        return { cid: img.cid, mediaType: img.media_type ?? 'image/png', bytes: bytes ?? Buffer.alloc(0) };
+      }),
+    );
+  }
+  const first = errors[0];
+  if (first) throw Errors.validation(`Invalid body: ${first.path} ${first.message}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ''}`, errors);
+  return decoded;
+}
+
+/**
+ * Moves decoded inline images to media storage, so the stored handoff (and every retry of every
+ * email) refers to a storage key instead of carrying megabytes of base64.
+ */
+async function storeImages(rt: Runtime, handoff: HandoffT, decoded: Map<number, DecodedImage[]>): Promise<Record<string, unknown>> {
   const byChannel: Record<string, unknown> = {};
   for (const [i, entry] of handoff.messages.entries()) {
-    const { inline_images, ...rest } = entry.content;
+    const { inline_images: _base64, ...rest } = entry.content;
     const content: Record<string, unknown> = { ...rest };
-    if (inline_images) {
+    const images = decoded.get(i);
+    if (images) {
       content.inline_images = await Promise.all(
-        inline_images.map(async (img, j) => {
-          const data = img.data.replace(/\s+/g, '');
-          if (!BASE64.test(data)) {
-            throw Errors.validation(`Invalid body: /messages/${i}/content/inline_images/${j}/data is not valid base64`, [
-              { path: `/messages/${i}/content/inline_images/${j}/data`, message: 'is not valid base64' },
-            ]);
-          }
-          const bytes = Buffer.from(data, 'base64');
-          if (bytes.length > rt.config.maxImageBytes) {
-            throw Errors.payloadTooLarge(`Inline image "${img.cid}" is ${bytes.length} bytes; the limit is ${rt.config.maxImageBytes} (ENS_MAX_IMAGE_BYTES).`);
-          }
-          const mediaType = img.media_type ?? 'image/png';
-          return { cid: img.cid, media_type: mediaType, size: bytes.length, storage_key: await rt.media.put(bytes, mediaType) };
-        }),
+        images.map(async (img) => ({ cid: img.cid, media_type: img.mediaType, size: img.bytes.length, storage_key: await rt.media.put(img.bytes, img.mediaType) })),
       );
     }
     byChannel[entry.channel] = content;
@@ -73,7 +97,7 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
         callbackUrl = checked.url.toString();
       }
       const requestHash = createHash('sha256').update(stringify(handoff) ?? '').digest('base64url');
-      const messages = await storeImages(rt, handoff);
+      const messages = await storeImages(rt, handoff, decodeImages(rt, handoff));
       const handoffId = newId();
       const deliveries = planned.map((p) => ({ id: newId(), channel: p.channel, recipient: p.recipient }));
       const accepted: AcceptedHandoffT = {

@@ -39,7 +39,9 @@ CREATE TABLE handoffs (
   reference    text,
   callback_url text,
   messages     jsonb NOT NULL,
-  created_at   timestamptz NOT NULL DEFAULT now()
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  -- a tenant with messages cannot be deleted, even by a delete racing a send
+  FOREIGN KEY (client_id, tenant) REFERENCES tenants (client_id, id)
 );
 
 CREATE TABLE deliveries (
@@ -179,6 +181,9 @@ BEGIN
     VALUES (p_client, (now() AT TIME ZONE 'UTC')::date, p_quota_channels[i], p_shard, p_quota_counts[i])
     ON CONFLICT (client_id, day, channel, shard) DO UPDATE SET count = u.count + EXCLUDED.count;
     IF p_quota_limits[i] > 0 THEN
+      -- Serialise the check per client and channel, only for clients that have a quota, so
+      -- concurrent sends cannot both see room for the last message.
+      PERFORM pg_advisory_xact_lock(hashtext(p_client || '/' || p_quota_channels[i]));
       SELECT sum(u.count) INTO used FROM usage_daily u
        WHERE u.client_id = p_client AND u.day = (now() AT TIME ZONE 'UTC')::date AND u.channel = p_quota_channels[i];
       IF used > p_quota_limits[i] THEN
