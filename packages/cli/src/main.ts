@@ -1,12 +1,8 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '@ens/core';
-import { EngineMissingError } from '@ens/local-engines';
-import { callbacksCommand } from './commands/callbacks.ts';
-import { clientsCommand } from './commands/clients.ts';
-import { migrateCommand } from './commands/migrate.ts';
-import { serve } from './commands/serve.ts';
-import { parseRoles } from './roles.ts';
 import { UsageError } from './output.ts';
+
+// Commands are imported when run: `ens --help` or a mistyped command answers at once, and the
+// operator commands do not load the four roles (Fastify, the worker, …) that only `serve` needs.
 
 const HELP = `ens — the ENS operator command
 
@@ -22,6 +18,11 @@ const HELP = `ens — the ENS operator command
   ens callbacks replay CALLBACK_ID... | --client CLIENT_ID
 
 Configuration comes from environment variables; see the README.`;
+
+const COMMANDS = new Set(['serve', 'migrate', 'clients', 'callbacks']);
+
+/** Errors that are the operator's to fix (bad configuration, a missing engine): one line, exit 2. */
+const OPERATOR_ERRORS = new Set(['ENS_ERR_CONFIG', 'ENS_ERR_ENGINE_MISSING']);
 
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -43,13 +44,26 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(HELP + '\n');
     return;
   }
+  if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"; run ens --help`);
+  const { loadConfig } = await import('@ens/core');
   const config = loadConfig();
   switch (command) {
-    case 'serve':
-      return serve(config, parseRoles(values.roles));
-    case 'migrate':
+    case 'serve': {
+      const [{ serve }, { parseRoles }] = await Promise.all([import('./commands/serve.ts'), import('./roles.ts')]);
+      let roles;
+      try {
+        roles = parseRoles(values.roles);
+      } catch (e) {
+        throw new UsageError((e as Error).message);
+      }
+      return serve(config, roles);
+    }
+    case 'migrate': {
+      const { migrateCommand } = await import('./commands/migrate.ts');
       return migrateCommand(config);
-    case 'clients':
+    }
+    case 'clients': {
+      const { clientsCommand } = await import('./commands/clients.ts');
       return clientsCommand(config, {
         sub,
         id: rest[0],
@@ -58,10 +72,11 @@ async function main(argv: string[]): Promise<void> {
         rate: values.rate,
         dailyQuota: values['daily-quota'],
       });
-    case 'callbacks':
+    }
+    case 'callbacks': {
+      const { callbacksCommand } = await import('./commands/callbacks.ts');
       return callbacksCommand(config, { sub, ids: sub === 'replay' ? rest : [], client: values.client, limit: values.limit });
-    default:
-      throw new UsageError(`unknown command "${command}"; run ens --help`);
+    }
   }
 }
 
@@ -71,8 +86,10 @@ main(process.argv.slice(2)).catch((e: unknown) => {
     process.stderr.write(`ens: ${e.message}\n`);
     process.exit(e.exitCode);
   }
-  if (e instanceof ConfigError || e instanceof EngineMissingError || (e instanceof TypeError && /Unknown option|Unexpected argument/.test(e.message))) {
-    process.stderr.write(`ens: ${e.message}\n`);
+  const code = (e as { code?: unknown } | null)?.code;
+  // ERR_PARSE_ARGS_*: node's parseArgs refusing the command line (unknown option, missing value).
+  if (typeof code === 'string' && (OPERATOR_ERRORS.has(code) || code.startsWith('ERR_PARSE_ARGS_'))) {
+    process.stderr.write(`ens: ${(e as Error).message}\n`);
     process.exit(2);
   }
   process.stderr.write(`ens: ${(e as Error)?.stack ?? String(e)}\n`);

@@ -1,17 +1,41 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, sweeperRequeued, wakeCallbacks, type Runtime,
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, sweeperRequeued, wakeCallbacks, type ClientRow, type Runtime,
 } from '@ens/core';
 import { closeCallbackConnections, postCallback } from './delivery/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
 
-const LEASE_MS = 60_000;
-const SWEEP_GRACE_MS = 30_000;
-const SWEEP_EVERY_MS = 5_000;
+const SWEEP_EVERY_MS = 2_000;
 const CONCURRENCY = 64;
 
 export interface CallbacksRole {
   stop(): Promise<void>;
+}
+
+/**
+ * The signature headers for one post, or why the callback cannot be signed. Never throws: a secret
+ * that cannot be opened (sealed under another master key) must end in a dead letter, not in a
+ * handler that throws and is redelivered for ever.
+ */
+function signingHeaders(rt: Runtime, client: ClientRow | null, webhookId: string, rawBody: Buffer): { headers: Record<string, string> } | { error: string } {
+  if (!client) return { error: 'the client no longer exists' };
+  let secret: string | null;
+  try {
+    secret = rt.clients.openCallbackSecret(client);
+  } catch {
+    return { error: 'the callback secret cannot be decrypted: it was sealed under another master key (check ENS_MASTER_KEY and ENS_DATA_DIR) or is damaged' };
+  }
+  if (secret === null) return { error: 'the client has no callback secret' };
+  try {
+    return {
+      headers: {
+        'x-ens-signature': ensSignature(rawBody, secret),
+        ...standardWebhookHeaders({ webhookId, timestamp: new Date(), rawBody, secret }),
+      },
+    };
+  } catch (e) {
+    return { error: `the callback secret cannot sign: ${(e as Error).message}` };
+  }
 }
 
 /**
@@ -20,33 +44,31 @@ export interface CallbacksRole {
  */
 function postHandler(rt: Runtime, directory: ClientDirectory) {
   return async (m: JsMsg): Promise<void> => {
-    const claim = await rt.callbacks.claim(m.string(), LEASE_MS);
+    const claim = await rt.callbacks.claim(m.string(), Math.max(rt.config.leaseMs, rt.config.callbackTimeoutMs + 5_000));
     if ('miss' in claim) {
       if (claim.miss === 'not_due') m.nak(claim.dueInMs);
       else m.ack();
       return;
     }
-    const client = await directory.get(claim.clientId);
-    const secret = client ? rt.clients.openCallbackSecret(client) : null;
+    const rawBody = Buffer.from(claim.body, 'utf8');
+    const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
     let result: { ok: boolean; httpStatus?: number; error?: string };
-    if (secret === null) {
-      result = { ok: false, error: 'the client has no callback secret' };
+    if ('error' in signing) {
+      result = { ok: false, error: signing.error };
     } else {
-      const rawBody = Buffer.from(claim.body, 'utf8');
       const out = await postCallback({
         url: claim.url,
         rawBody,
-        headers: {
-          'x-ens-signature': ensSignature(rawBody, secret),
-          ...standardWebhookHeaders({ webhookId: claim.id, timestamp: new Date(), rawBody, secret }),
-        },
+        headers: signing.headers,
         timeoutMs: rt.config.callbackTimeoutMs,
         allowPrivate: rt.config.allowPrivateCallbacks,
       });
       result = out.outcome === 'delivered' ? { ok: true, httpStatus: out.status } : { ok: false, httpStatus: out.status, error: out.error };
     }
     const schedule = rt.config.callbackBackoffMs;
-    const retryIn = result.ok || secret === null || claim.attemptInRound > schedule.length ? null : schedule[claim.attemptInRound - 1]!;
+    // A callback that cannot be signed goes straight to the dead letters: retrying cannot help, and
+    // an operator can replay it once the secret or the master key is put right.
+    const retryIn = result.ok || 'error' in signing || claim.attemptInRound > schedule.length ? null : schedule[claim.attemptInRound - 1]!;
     const status = await rt.callbacks.record(claim, result, retryIn);
     callbackPosts.inc({ result: status === 'pending' ? 'retry' : status });
     if (status === 'pending' && retryIn !== null) {
@@ -62,10 +84,10 @@ function postHandler(rt: Runtime, directory: ClientDirectory) {
 export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   const directory = new ClientDirectory(rt.db, rt.clients);
   await directory.start();
-  const consumer = await consumeWorkQueue(rt.js, CALLBACK_STREAM, CALLBACK_CONSUMER, CONCURRENCY, postHandler(rt, directory), rt.logger);
+  const consumer = await consumeWorkQueue(rt.js, CALLBACK_STREAM, CALLBACK_CONSUMER, CONCURRENCY, postHandler(rt, directory), rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
   const sweep = async () => {
     try {
-      const ids = await rt.callbacks.takeOverdue(SWEEP_GRACE_MS, 1000);
+      const ids = await rt.callbacks.takeOverdue(rt.config.sweepGraceMs, 1000);
       if (ids.length > 0) {
         sweeperRequeued.inc({ kind: 'callback' }, ids.length);
         await wakeCallbacks(rt.js, ids, rt.logger);

@@ -2,7 +2,7 @@ import {
   CHANNELS, consumeWorkQueue, FEED_WAKE_SUBJECT, SEND_STREAM, sendConsumer, purgeIdempotencyKeys, sweeperRequeued, wakeCallbacks, wakeSenders, type Channel, type Runtime,
 } from '@ens/core';
 import type { PluginContext } from '@ens/plugin-sdk';
-import { loadProviders, type LoadedProvider } from './provider-loader.ts';
+import { checkProviderConfig, loadProviders, type LoadedProvider } from './provider-loader.ts';
 import { sendHandler } from './send-loop.ts';
 
 /** How often the sweeper looks; what it takes is set by ENS_SWEEP_GRACE. */
@@ -13,6 +13,13 @@ export interface WorkerRole {
   stop(): Promise<void>;
 }
 
+/**
+ * A status report can overtake the send that produced its message id: the provider may report
+ * (or the sandbox handset answer) before the worker has recorded provider_message_id. An unknown
+ * id is therefore looked up again for a few seconds before the report is given up as unknown.
+ */
+const UNKNOWN_REPORT_RETRY_MS = [20, 50, 100, 200, 400, 800, 1600];
+
 /** The context a plugin gets: status reports go through the same store call as every webhook. */
 export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
   const logger = rt.logger.child({ plugin: pluginName });
@@ -20,7 +27,13 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
     logger,
     media: rt.media,
     async reportStatus(u) {
-      const r = await rt.deliveries.applyStatusReport({ provider: pluginName, providerMessageId: u.providerMessageId, kind: u.status, at: u.at, error: u.error });
+      const report = { provider: pluginName, providerMessageId: u.providerMessageId, kind: u.status, at: u.at, error: u.error };
+      let r = await rt.deliveries.applyStatusReport(report);
+      for (const wait of UNKNOWN_REPORT_RETRY_MS) {
+        if (r) break;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        r = await rt.deliveries.applyStatusReport(report);
+      }
       if (!r) {
         logger.warn({ providerMessageId: u.providerMessageId }, 'status report for an unknown message');
         return;
@@ -36,6 +49,7 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
  * whose wake-up was lost (crash, JetStream store loss), which is what makes invariant 1 hold.
  */
 export async function startWorker(rt: Runtime): Promise<WorkerRole> {
+  checkProviderConfig(rt.config.providers, rt.config.providerConfig);
   const providers = await loadProviders(rt.config.providers, (pkg) => rt.config.providerConfig[pkg], (name) => pluginContext(rt, name));
   const loops = await Promise.all(
     CHANNELS.map((ch) => consumeWorkQueue(rt.js, SEND_STREAM, sendConsumer(ch), rt.config.workerConcurrency, sendHandler(rt, ch, providers.get(ch)!), rt.logger, rt.redeclareTopology, rt.onNatsReconnect)),

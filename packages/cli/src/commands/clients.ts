@@ -1,5 +1,5 @@
-import { CHANNELS, type Channel, type Config } from '@ens/core';
-import { withAdminSession } from './admin-session.ts';
+import { CHANNELS, type Channel, type ClientRow, type Config } from '@ens/core';
+import { withAdminSession, type AdminSession } from './admin-session.ts';
 import { UsageError, print } from '../output.ts';
 
 function need(id: string | undefined, usage: string): string {
@@ -33,64 +33,69 @@ export interface ClientsArgs {
   dailyQuota?: string;
 }
 
-/** `ens clients create|list|rotate-secret|issue-callback-secret|disable|limits|usage`. */
+/**
+ * `ens clients create|list|rotate-secret|issue-callback-secret|disable|limits`. The arguments are
+ * checked before the database is opened, so a mistyped command fails at once and touches nothing.
+ */
 export async function clientsCommand(config: Config, a: ClientsArgs): Promise<void> {
-  await withAdminSession(config, async (s) => {
-    switch (a.sub) {
-      case 'create': {
-        if (!a.name) throw new UsageError('usage: ens clients create --name NAME [--callback-secret]');
-        print(await s.clients.create(a.name, a.callbackSecret === true));
-        return;
-      }
-      case 'list': {
+  await withAdminSession(config, plan(config, a));
+}
+
+function plan(config: Config, a: ClientsArgs): (s: AdminSession) => Promise<void> {
+  const limitsOf = (row: ClientRow) => ({
+    rate_limit: row.rateLimit ?? config.rateLimit,
+    daily_quota: Object.fromEntries(CHANNELS.map((c) => [c, row.dailyQuota[c] ?? config.dailyQuota])),
+  });
+  switch (a.sub) {
+    case 'create': {
+      const name = a.name;
+      if (!name) throw new UsageError('usage: ens clients create --name NAME [--callback-secret]');
+      return async (s) => print(await s.clients.create(name, a.callbackSecret === true));
+    }
+    case 'list':
+      return async (s) => {
         const rows = await s.clients.list();
         print(rows.map((r) => ({
           client_id: r.id,
           name: r.name,
           disabled: r.disabled,
           has_callback_secret: r.callbackSecretEnc !== null,
-          rate_limit: r.rateLimit ?? config.rateLimit,
-          daily_quota: Object.fromEntries(CHANNELS.map((c) => [c, r.dailyQuota[c] ?? config.dailyQuota])),
+          ...limitsOf(r),
           created_at: r.createdAt,
         })));
-        return;
-      }
-      case 'rotate-secret': {
-        const id = need(a.id, 'usage: ens clients rotate-secret CLIENT_ID');
-        print((await s.clients.rotateSecret(id)) ?? notFound(id));
-        return;
-      }
-      case 'issue-callback-secret': {
-        const id = need(a.id, 'usage: ens clients issue-callback-secret CLIENT_ID');
+      };
+    case 'rotate-secret': {
+      const id = need(a.id, 'usage: ens clients rotate-secret CLIENT_ID');
+      return async (s) => print((await s.clients.rotateSecret(id)) ?? notFound(id));
+    }
+    case 'issue-callback-secret': {
+      const id = need(a.id, 'usage: ens clients issue-callback-secret CLIENT_ID');
+      return async (s) => {
         const issued = (await s.clients.issueCallbackSecret(id)) ?? notFound(id);
         print({ client_id: issued.client_id, callback_secret: issued.callback_secret });
-        return;
-      }
-      case 'disable': {
-        const id = need(a.id, 'usage: ens clients disable CLIENT_ID');
+      };
+    }
+    case 'disable': {
+      const id = need(a.id, 'usage: ens clients disable CLIENT_ID');
+      return async (s) => {
         if (!(await s.clients.disable(id))) notFound(id);
         print({ client_id: id, disabled: true });
-        return;
-      }
-      case 'limits': {
-        const id = need(a.id, 'usage: ens clients limits CLIENT_ID [--rate N|default] [--daily-quota sms=N,email=default,…]');
-        if (a.rate !== undefined && !/^(\d+|default)$/.test(a.rate)) throw new UsageError('--rate takes a number of requests per second, or default');
-        const ok = await s.clients.setLimits(id, {
-          ...(a.rate !== undefined ? { rateLimit: a.rate === 'default' ? null : Number(a.rate) } : {}),
-          ...(a.dailyQuota !== undefined ? { dailyQuota: parseQuota(a.dailyQuota) } : {}),
-        });
-        if (!ok) notFound(id);
-        const row = (await s.clients.get(id))!;
-        print({
-          client_id: id,
-          rate_limit: row.rateLimit ?? config.rateLimit,
-          daily_quota: Object.fromEntries(CHANNELS.map((c) => [c, row.dailyQuota[c] ?? config.dailyQuota])),
-          usage_today: await s.clients.usageToday(id),
-        });
-        return;
-      }
-      default:
-        throw new UsageError('usage: ens clients create|list|rotate-secret|issue-callback-secret|disable|limits');
+      };
     }
-  });
+    case 'limits': {
+      const id = need(a.id, 'usage: ens clients limits CLIENT_ID [--rate N|default] [--daily-quota sms=N,email=default,…]');
+      if (a.rate !== undefined && !/^(\d+|default)$/.test(a.rate)) throw new UsageError('--rate takes a number of requests per second, or default');
+      const limits = {
+        ...(a.rate !== undefined ? { rateLimit: a.rate === 'default' ? null : Number(a.rate) } : {}),
+        ...(a.dailyQuota !== undefined ? { dailyQuota: parseQuota(a.dailyQuota) } : {}),
+      };
+      return async (s) => {
+        if (!(await s.clients.setLimits(id, limits))) notFound(id);
+        const row = (await s.clients.get(id))!;
+        print({ client_id: id, ...limitsOf(row), usage_today: await s.clients.usageToday(id) });
+      };
+    }
+    default:
+      throw new UsageError('usage: ens clients create|list|rotate-secret|issue-callback-secret|disable|limits');
+  }
 }
