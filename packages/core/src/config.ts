@@ -96,6 +96,10 @@ function parseProviders(v: string | undefined): Config['providers'] {
   return Object.freeze(out);
 }
 
+/** Said when the master key cannot open the stored callback secrets (see ClientStore). */
+export const MASTER_KEY_MISMATCH =
+  'this master key cannot open the callback secrets in the database; give every ens process the same ENS_MASTER_KEY (or the same ENS_DATA_DIR when it is unset)';
+
 export class ConfigError extends Error {
   readonly code = 'ENS_ERR_CONFIG';
   override readonly name = 'ConfigError';

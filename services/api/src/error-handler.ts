@@ -36,9 +36,12 @@ export function installErrorHandler(app: FastifyInstance): void {
       e = new EnsError('ENS_ERR_INTERNAL', 500, 'Internal error; the request id in the x-request-id header identifies it in the logs.');
     }
     reply.code(e.status).headers(e.headers);
+    // The spec and the issue give the token rejection's body as exactly {"detail": ...}.
     const body: Record<string, unknown> = OAUTH_CODES.has(e.code)
       ? { error: e.code, error_description: e.detail, code: e.code, detail: e.detail }
-      : { code: e.code, detail: e.detail };
+      : e.code === 'ENS_ERR_AUTH_TOKEN_REQUIRED'
+        ? { detail: e.detail }
+        : { code: e.code, detail: e.detail };
     if (e.errors) body.errors = e.errors;
     return reply.send(body);
   });

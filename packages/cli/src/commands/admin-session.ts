@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { CallbackStore, ClientStore, createPool, migrate, resolveMasterKey, SecretBox, connectNats, ensureTopology, wakeCallbacks, type Config, type Db } from '@ens/core';
+import { CallbackStore, ClientStore, createPool, MASTER_KEY_MISMATCH, migrate, resolveMasterKey, SecretBox, connectNats, ensureTopology, wakeCallbacks, type Config, type Db } from '@ens/core';
 import { resolveEngines } from '../engines.ts';
 import { UsageError } from '../output.ts';
 
@@ -21,11 +21,11 @@ export async function withAdminSession<T>(config: Config, fn: (s: AdminSession) 
   const logger = pino({ level: 'warn' }, pino.destination(2));
   try {
     await migrate(db);
-    const box = new SecretBox(await resolveMasterKey(config.masterKey, config.dataDir));
-    await checkMasterKey(db, box);
+    const clients = new ClientStore(db, new SecretBox(await resolveMasterKey(config.masterKey, config.dataDir)));
+    if (!(await clients.masterKeyOpensStoredSecrets())) throw new UsageError(MASTER_KEY_MISMATCH);
     const session: AdminSession = {
       db,
-      clients: new ClientStore(db, box),
+      clients,
       callbacks: new CallbackStore(db),
       async wakeCallbacks(ids) {
         if (ids.length === 0 || !engines.natsUrl) return;
@@ -42,20 +42,5 @@ export async function withAdminSession<T>(config: Config, fn: (s: AdminSession) 
   } finally {
     await db.end();
     await engines.stop();
-  }
-}
-
-/**
- * Refuses to work with a master key that cannot open the callback secrets already stored. Without
- * ENS_MASTER_KEY the key lives in ENS_DATA_DIR, so a command run with another data directory than
- * the server's would otherwise seal new secrets that the server can never read.
- */
-async function checkMasterKey(db: Db, box: SecretBox): Promise<void> {
-  const { rows } = await db.query<{ sealed: string }>('SELECT callback_secret_enc AS sealed FROM clients WHERE callback_secret_enc IS NOT NULL LIMIT 1');
-  if (!rows[0]) return;
-  try {
-    box.open(rows[0].sealed);
-  } catch {
-    throw new UsageError('this master key cannot open the callback secrets in the database; set ENS_MASTER_KEY or ENS_DATA_DIR as `ens serve` has them');
   }
 }

@@ -1,4 +1,4 @@
-import { createLogger, migrate, openRuntime, type Config } from '@ens/core';
+import { ConfigError, createLogger, MASTER_KEY_MISMATCH, migrate, openRuntime, type Config } from '@ens/core';
 import { resolveEngines } from '../engines.ts';
 import { removeEnginesFile, writeEnginesFile } from '../engines-file.ts';
 import { startRoles, type Role } from '../roles.ts';
@@ -38,6 +38,12 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
 
   const applied = await migrate(rt.db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  if (!(await rt.clients.masterKeyOpensStoredSecrets())) {
+    logger.fatal(MASTER_KEY_MISMATCH);
+    await rt.close().catch(() => {});
+    await engines.stop();
+    throw new ConfigError(MASTER_KEY_MISMATCH);
+  }
   const running = await startRoles(rt, roles, { port: config.port, host: config.host });
   stopRoles = running.stop;
   const shown = config.host.includes(':') ? `[${config.host}]` : config.host;

@@ -137,6 +137,22 @@ export class ClientStore {
     return Object.fromEntries(rows.map((r) => [r.channel, Number(r.n)]));
   }
 
+  /**
+   * False when this process's master key cannot open the callback secrets already stored: without
+   * ENS_MASTER_KEY the key lives in ENS_DATA_DIR, so a process started with another data
+   * directory would sign nothing and seal secrets the other processes can never read.
+   */
+  async masterKeyOpensStoredSecrets(): Promise<boolean> {
+    const { rows } = await this.db.query<{ sealed: string }>('SELECT callback_secret_enc AS sealed FROM clients WHERE callback_secret_enc IS NOT NULL LIMIT 1');
+    if (!rows[0]) return true;
+    try {
+      this.box.open(rows[0].sealed);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   openCallbackSecret(row: ClientRow): string | null {
     return row.callbackSecretEnc === null ? null : this.box.open(row.callbackSecretEnc);
   }

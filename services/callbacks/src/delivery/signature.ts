@@ -77,7 +77,8 @@ export interface StandardWebhookHeaders {
  * stale timestamps, five minutes in the reference libraries), so call this again per attempt.
  *
  * Secret format (decision): the spec keys the HMAC with the base64-decoded part of a
- * `whsec_<base64>` secret, but ENS issues plain-string secrets. Therefore:
+ * `whsec_<base64>` secret. ENS issues its callback secrets in that form; secrets of any other
+ * form (older or imported ones) are still handled:
  * - a secret starting with `whsec_` is keyed with the base64-decoded remainder, exactly as the
  *   spec and its reference libraries do;
  * - any other secret is keyed with its UTF-8 bytes, the same key as `X-ENS-Signature`.
