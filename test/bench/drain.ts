@@ -1,0 +1,75 @@
+import type pg from 'pg';
+import { checkAborted } from './cleanup.ts';
+import { progress, sleep } from './log.ts';
+
+export interface Backlog {
+  pendingDeliveries: number;
+  unstamped: number;
+  pendingCallbacks: number;
+}
+
+/** Work ENS still has queued, read straight from PostgreSQL (each count uses a partial index). */
+export async function backlog(db: pg.Pool): Promise<Backlog> {
+  const { rows } = await db.query<Backlog>(
+    `SELECT (SELECT count(*) FROM deliveries WHERE status = 'pending')::int AS "pendingDeliveries",
+            (SELECT count(*) FROM deliveries WHERE stamp_pending)::int AS "unstamped",
+            (SELECT count(*) FROM callbacks WHERE status = 'pending')::int AS "pendingCallbacks"`,
+  );
+  return rows[0]!;
+}
+
+/**
+ * Waits until ENS has nothing left to send, stamp or post, so the next phase starts from idle.
+ * Returns how long it took and the backlog found at the start.
+ */
+export async function waitIdle(db: pg.Pool, label: string, timeoutMs = 180_000): Promise<{ ms: number; initial: Backlog; drained: boolean }> {
+  const t0 = Date.now();
+  const initial = await backlog(db);
+  let last = initial;
+  let lastLog = 0;
+  while (last.pendingDeliveries + last.unstamped + last.pendingCallbacks > 0) {
+    checkAborted();
+    if (Date.now() - t0 > timeoutMs) {
+      progress(`${label}: NOT drained after ${timeoutMs / 1000} s: ${JSON.stringify(last)}`);
+      return { ms: Date.now() - t0, initial, drained: false };
+    }
+    if (Date.now() - lastLog > 3000) {
+      lastLog = Date.now();
+      progress(`${label}: waiting for ENS to drain: ${last.pendingDeliveries} deliveries pending, ${last.unstamped} unstamped, ${last.pendingCallbacks} callbacks pending`);
+    }
+    await sleep(100);
+    last = await backlog(db);
+  }
+  return { ms: Date.now() - t0, initial, drained: true };
+}
+
+/**
+ * Polls every `everyMs` until no delivery is pending (the caller made sure ENS was idle before its
+ * sends, so every pending row is one of its own). Returns the wall time at which that was seen.
+ */
+export async function waitNoPending(db: pg.Pool, label: string, everyMs = 20, timeoutMs = 300_000): Promise<number> {
+  const t0 = Date.now();
+  let lastLog = t0;
+  for (;;) {
+    checkAborted();
+    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending'`);
+    const now = performance.timeOrigin + performance.now();
+    const n = rows[0]!.n;
+    if (n === 0) return now;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`${label}: ${n} deliveries still pending after ${timeoutMs / 1000} s`);
+    if (Date.now() - lastLog > 3000) {
+      lastLog = Date.now();
+      progress(`${label}: ${n} deliveries still pending`);
+    }
+    await sleep(everyMs);
+  }
+}
+
+/** Status counts of the deliveries of these handoffs. */
+export async function statusCounts(db: pg.Pool, handoffIds: string[]): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ status: string; n: number }>(
+    'SELECT status, count(*)::int AS n FROM deliveries WHERE handoff_id = ANY($1::uuid[]) GROUP BY status',
+    [handoffIds],
+  );
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}

@@ -1,0 +1,411 @@
+/**
+ * `npm run bench`: measures ENS against the raw engines it runs on (DESIGN.md, Targets), in one run
+ * on one machine, and reports every figure as a ratio against the raw engine measured in that run.
+ *
+ * Environment:
+ *   BENCH_ONLY=accept,memory,pipeline,fanout,callbacks,feed  run a subset (default: all)
+ *   BENCH_FEED_ROWS=1000000   deliveries in the feed phase (inserting a million takes a while)
+ *   BENCH_MEMORY_SECONDS=20  length of the sustained load in the memory phase
+ *   BENCH_CPU_PROF=1          run the ENS children with --cpu-prof into test/bench/profiles/<stamp>/
+ *                             and print a self-time summary of each profile at the end
+ *   BENCH_ENGINE_LOGS=1       show PostgreSQL and NATS output
+ *
+ * The table goes to stdout, progress to stderr, everything measured to test/bench/last-run.json.
+ * Exit status: 0 when every phase ran (targets missed or not: the table says which), 1 when a phase failed.
+ */
+import { mkdir, mkdtemp, rm, statfs } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { ensAccept, ensAcceptLatency, rawAccept } from './accept.ts';
+import { ensCallbacksEndToEnd, ensCallbacksIsolated, rawCallbacks, startReceiver, type Receiver } from './callbacks.ts';
+import { installSignalHandlers, isAborted, onCleanup, runCleanup } from './cleanup.ts';
+import { cpuPerOp, formatCpuPerOp, formatDiagnosis, formatPgPerOp, totalCpuPerOp, watch, type Diagnosis } from './diagnostics.ts';
+import { backlog, waitIdle } from './drain.ts';
+import { startEngines } from './engines.ts';
+import { allChildren, createClient, ensEnv, mintToken, provisionTenant, startEns, type EnsChild } from './ens.ts';
+import { fillFeed, timeFeedPages } from './feed.ts';
+import { ensFanout } from './fanout.ts';
+import { elapsedMs, progress } from './log.ts';
+import { memoryUnderLoad } from './memory.ts';
+import { ensPipeline, rawPipeline } from './pipeline.ts';
+import { formatProfile, summariseProfiles, type ProfileSummary } from './profile.ts';
+import { fmt, ms, outcomesText, Report } from './report.ts';
+import { medianOf, summarise } from './stats.ts';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const TMPFS_MAGIC = 0x01021994;
+const PHASES = ['accept', 'memory', 'pipeline', 'fanout', 'callbacks', 'feed'] as const;
+type Phase = (typeof PHASES)[number];
+
+const ACCEPT = { concurrency: 32, warmupMs: 2_000, durationMs: 8_000 };
+const MEMORY = { concurrency: 32, warmupMs: 2_000, durationMs: 1000 * Number(process.env.BENCH_MEMORY_SECONDS ?? 20), heapCheckMs: 10_000 };
+const PIPELINE_N = 5_000;
+const PIPELINE_HANDOFFS = 50;
+const FANOUT_N = 10_000;
+const CALLBACKS_N = 3_000;
+/** The raw pipeline and callbacks loops take about a second: each runs this many times, median kept. */
+const RAW_REPEATS = 3;
+
+function selectedPhases(): Set<Phase> {
+  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  if (!only || only.length === 0) return new Set(PHASES);
+  const bad = only.filter((p) => !(PHASES as readonly string[]).includes(p));
+  if (bad.length) throw new Error(`BENCH_ONLY: unknown phase ${bad.join(', ')}; phases are ${PHASES.join(', ')}`);
+  return new Set(only as Phase[]);
+}
+
+async function main(): Promise<number> {
+  installSignalHandlers();
+  const phases = selectedPhases();
+  const feedRows = Number(process.env.BENCH_FEED_ROWS ?? 1_000_000);
+  if (!Number.isInteger(feedRows) || feedRows < 2_000) throw new Error('BENCH_FEED_ROWS must be an integer ≥ 2000');
+  const profiling = process.env.BENCH_CPU_PROF === '1';
+  const startedAt = new Date();
+  const loadStart = os.loadavg();
+  const report = new Report();
+  let failures = 0;
+  const phase = async (name: string, fn: () => Promise<void>) => {
+    if (isAborted()) return;
+    progress(`── ${name}`);
+    try {
+      await fn();
+    } catch (err) {
+      failures++;
+      progress(`${name} FAILED: ${(err as Error).stack ?? String(err)}`);
+      report.failed(name, err);
+    }
+  };
+
+  const root = await mkdtemp(path.join(os.tmpdir(), 'ens-bench-'));
+  onCleanup('temp dir', () => rm(root, { recursive: true, force: true }));
+  const profDir = profiling ? path.join(HERE, 'profiles', startedAt.toISOString().replace(/[:.]/g, '-')) : undefined;
+  if (profDir) await mkdir(profDir, { recursive: true });
+  let profiles: ProfileSummary[] = [];
+  let header: string[] = [];
+
+  try {
+    const engines = await startEngines(root);
+    const db = new pg.Pool({ connectionString: engines.databaseUrl, max: 4, application_name: 'bench' });
+    db.on('error', () => {}); // an idle connection losing its server (Ctrl-C) is not a failure of the run
+    onCleanup('bench db pool', () => db.end());
+    const env = ensEnv({ databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl, dataDir: path.join(root, 'ens-data') });
+    // The main child writes a heap snapshot on SIGUSR2 (the memory phase measures its live heap that way).
+    const snapshotDir = path.join(root, 'heap-snapshots');
+    await mkdir(snapshotDir, { recursive: true });
+    const startMain = (name: string) => startEns({ name, env, snapshotDir, ...(profDir ? { profDir } : {}) });
+    let api: EnsChild = await startMain('main');
+    const client = await createClient(env);
+    const token = await mintToken(api.baseUrl, client);
+    await provisionTenant(api.baseUrl, token, 'bench');
+    progress(`client ${client.clientId} and tenant "bench" ready`);
+    let receiver: Receiver | undefined;
+    /** Watches CPU per process group, ENS's PostgreSQL sessions and (with the api role) its event loop. */
+    const diag = (ensPid: number = api.pid, ensBaseUrl: string | undefined = api.baseUrl, ensSessions = true) =>
+      watch({
+        groups: {
+          ENS: { pids: [ensPid] },
+          PostgreSQL: { pids: [engines.postgres.pid!], tree: true },
+          NATS: { pids: [engines.nats.pid!] },
+          bench: { pids: [process.pid, ...(receiver ? [receiver.pid] : [])] },
+        },
+        ...(ensSessions ? { db } : {}),
+        statsDb: db,
+        ...(ensBaseUrl ? { ensBaseUrl } : {}),
+      });
+    /** Runs fn while watching; records the diagnosis under `label` and returns it too. */
+    const watched = async <T>(label: string, fn: () => Promise<T>): Promise<[T, Diagnosis]> => {
+      // Raw baselines leave ENS idle: its sessions are not sampled then.
+      const w = await diag(api.pid, api.baseUrl, !label.includes(', raw '));
+      const out = await fn();
+      const d = await w.stop();
+      report.diag(label, formatDiagnosis(d), d);
+      return [out, d];
+    };
+    const RAW_SKIP = ['ENS', 'NATS'];
+    const recordDiag = (label: string, d: Diagnosis | undefined) => d && report.diag(label, formatDiagnosis(d), d);
+    header = [
+      `ENS bench — ${startedAt.toISOString()} — ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}`,
+      `Engines: ${engines.versions}; data in ${root} (${(await statfs(root)).type === TMPFS_MAGIC ? 'tmpfs: fsync costs nothing there!' : 'on disk'}); ` +
+        `PostgreSQL fsync ON for raw and ENS alike; NATS JetStream file store with its defaults (no fsync per message)`,
+      `ENS: node bin/ens.mjs serve (built code) as a child process, all roles unless noted; ENS_LOG_LEVEL=warn, rate limits lifted${profiling ? '; CPU profiling ON (slows ENS)' : ''}`,
+    ];
+
+    // ── 1. Accept ───────────────────────────────────────────────────────────────────────────────
+    if (phases.has('accept')) {
+      await phase('accept', async () => {
+        progress(`accept: raw PostgreSQL, ${ACCEPT.concurrency} connections looping BEGIN; INSERT; COMMIT (${ACCEPT.warmupMs / 1000} s warm-up + ${ACCEPT.durationMs / 1000} s)`);
+        const [raw, rawDiag] = await watched('accept, raw PostgreSQL', () => rawAccept(engines.databaseUrl, ACCEPT));
+        progress(`accept: raw ${fmt(raw.rate)} rows/s`);
+        progress(`accept: ENS, ${ACCEPT.concurrency} concurrent POST /v2/messages (1 sms recipient each)`);
+        const [ens, ensDiag] = await watched('accept, ENS', () => ensAccept(api.baseUrl, token, ACCEPT));
+        const atEnd = await backlog(db);
+        progress(`accept: ENS ${fmt(ens.rate)} req/s (202); non-202: ${outcomesText(ens.outcomes, '202')}; backlog when the load stopped: ${atEnd.pendingDeliveries} deliveries pending`);
+        const drain1 = await waitIdle(db, 'accept');
+        report.ratioRow(`Accept: POST /v2/messages vs INSERT tx (C=${ACCEPT.concurrency})`, raw.rate, ens.rate, '/s', 0.5);
+        const closedLat = summarise(ens.latenciesMs);
+        report.note(
+          `Accept (closed loop, C=${ACCEPT.concurrency}, ${ACCEPT.durationMs / 1000} s after ${ACCEPT.warmupMs / 1000} s warm-up): raw ${raw.ok} commits, ENS ${ens.ok} × 202; ` +
+            `ENS non-202: ${outcomesText(ens.outcomes, '202')}. ENS latency at saturation p50 ${fmt(closedLat.p50)} ms, p99 ${fmt(closedLat.p99)} ms. ` +
+            `The worker/feed roles in the same process were sending meanwhile; ${atEnd.pendingDeliveries} deliveries were still pending when the load stopped and took ${ms(drain1.ms)} to drain. ` +
+            `CPU per request (from /proc, warm-up included): raw ${formatCpuPerOp(cpuPerOp(rawDiag, raw.okTotal), RAW_SKIP)}; ENS ${formatCpuPerOp(cpuPerOp(ensDiag, ens.okTotal))}, ` +
+            `i.e. ${(totalCpuPerOp(ensDiag, ens.okTotal) / totalCpuPerOp(rawDiag, raw.okTotal, RAW_SKIP)).toFixed(1)}× the raw CPU per request (ENS's includes sending it). ` +
+            `PostgreSQL per request: raw ${formatPgPerOp(rawDiag, raw.okTotal)}; ENS ${formatPgPerOp(ensDiag, ens.okTotal)}.`,
+        );
+
+        const half = raw.rate / 2;
+        const reduced = ens.rate < half;
+        const rate = Math.max(10, reduced ? 0.9 * ens.rate : half);
+        const why = reduced
+          ? `90% of ENS's own closed-loop maximum (${fmt(ens.rate)}/s), because ENS cannot sustain half the raw rate (${fmt(half)}/s)`
+          : `half the raw rate`;
+        progress(`accept latency: open loop at ${fmt(rate)} req/s (${why})`);
+        const [lat] = await watched(`accept latency, ENS at ${fmt(rate)}/s`, () => ensAcceptLatency(api.baseUrl, token, rate, { warmupMs: ACCEPT.warmupMs, durationMs: ACCEPT.durationMs }));
+        const s = summarise(lat.latenciesMs);
+        const afterLat = await backlog(db);
+        const drain2 = await waitIdle(db, 'accept latency');
+        report.row({
+          measure: `Accept latency @ ${fmt(rate)}/s offered${reduced ? ' (REDUCED)' : ''}`,
+          raw: `(raw/2 = ${fmt(half)}/s)`,
+          ens: `p50 ${fmt(s.p50)} ms, p99 ${fmt(s.p99)} ms`,
+          ratio: '',
+          target: 'p99 < 50 ms at raw/2',
+          met: reduced ? 'NO' : s.p99 < 50 ? 'yes' : 'NO',
+        });
+        report.note(
+          `Accept latency: open loop at ${fmt(rate)} req/s = ${why}; latency measured from each request's scheduled send time over ${ACCEPT.durationMs / 1000} s after a ${ACCEPT.warmupMs / 1000} s warm-up; ` +
+            `achieved ${fmt(lat.rate)} × 202/s, p50 ${fmt(s.p50)} / p90 ${fmt(s.p90)} / p99 ${fmt(s.p99)} / max ${fmt(s.max)} ms over ${s.n} requests; non-202: ${outcomesText(lat.outcomes, '202')}` +
+            `${lat.skipped ? `; generator skipped ${lat.skipped}` : ''}; backlog at the end ${afterLat.pendingDeliveries} pending (drained in ${ms(drain2.ms)}).` +
+            (reduced ? ' The p99 target is marked NO because it could not be tested at the rate it names.' : ''),
+        );
+        // The same load against an ENS running only the api role: what accepting costs without the
+        // worker and feed roles sending in the same process. Its backlog is sent afterwards.
+        progress('accept: ENS with the api role alone (worker, callbacks, feed stopped): restarting ENS');
+        await api.stop();
+        api = await startEns({ name: 'api-only', env, roles: ['api'], ...(profDir ? { profDir } : {}) });
+        const [solo, soloDiag] = await watched('accept, ENS api role alone', () => ensAccept(api.baseUrl, token, ACCEPT));
+        progress(`accept: ENS api role alone ${fmt(solo.rate)} req/s (202); non-202: ${outcomesText(solo.outcomes, '202')}`);
+        await api.stop();
+        api = await startMain('main-2');
+        const drain3 = await waitIdle(db, 'accept (api role alone)');
+        report.row({
+          measure: `Accept, api role alone (C=${ACCEPT.concurrency})`,
+          raw: `${fmt(raw.rate)} /s`,
+          ens: `${fmt(solo.rate)} /s`,
+          ratio: (solo.rate / raw.rate).toFixed(2),
+          target: 'info (serve runs all roles)',
+          met: 'info',
+        });
+        report.note(
+          `Accept, api role alone: the same closed loop against \`ens serve --roles api\` (nothing sent meanwhile; the ${solo.okTotal} deliveries were sent afterwards by a restarted all-roles ENS in ${ms(drain3.ms)}). ` +
+            `Non-202: ${outcomesText(solo.outcomes, '202')}; p50 ${fmt(summarise(solo.latenciesMs).p50)} ms, p99 ${fmt(summarise(solo.latenciesMs).p99)} ms. ` +
+            `CPU per request ${formatCpuPerOp(cpuPerOp(soloDiag, solo.okTotal))}; PostgreSQL per request ${formatPgPerOp(soloDiag, solo.okTotal)}.`,
+        );
+        report.data.acceptApiOnly = { ...solo, latenciesMs: undefined, latency: summarise(solo.latenciesMs), drainMs: drain3.ms };
+        report.data.accept = { settings: ACCEPT, raw: { ...raw, latenciesMs: undefined, latency: summarise(raw.latenciesMs) }, ens: { ...ens, latenciesMs: undefined, latency: closedLat }, backlogAtEnd: atEnd, drainMs: drain1.ms, latency: { offeredRate: rate, reduced, why, achievedRate: lat.rate, outcomes: lat.outcomes, skipped: lat.skipped, ms: s, backlogAtEnd: afterLat, drainMs: drain2.ms } };
+      });
+    }
+
+    // ── 6. Memory (right after accept: same load shape, same child) ─────────────────────────────
+    if (phases.has('memory')) {
+      await phase('memory', async () => {
+        progress(`memory: ${MEMORY.warmupMs / 1000} s warm-up, then ${MEMORY.durationMs / 1000} s of closed-loop accept load (C=${MEMORY.concurrency}), VmRSS of pid ${api.pid} every second`);
+        const [m] = await watched('memory, ENS', () =>
+          memoryUnderLoad(api, token, { ...MEMORY, ...(api.snapshotDir ? { snapshotDir: api.snapshotDir } : {}), waitIdle: () => waitIdle(db, 'memory') }),
+        );
+        const drain = await waitIdle(db, 'memory');
+        const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
+        const LIMIT = 100;
+        const lh = m.liveHeap;
+        report.row({
+          measure: `Memory: live heap, idle, before/after ${lh ? fmt(lh.requests) : '?'} more requests`,
+          raw: '',
+          ens: lh ? `${(lh.beforeKb / 1024).toFixed(1)} → ${(lh.afterKb / 1024).toFixed(1)} MB (${fmt(lh.bytesPerRequest)} B/req)` : 'not measured',
+          ratio: '',
+          target: `growth < ${LIMIT} B/request`,
+          met: lh ? (lh.bytesPerRequest < LIMIT ? 'yes' : 'NO') : 'FAILED',
+        });
+        report.row({
+          measure: `Memory: RSS during ${MEMORY.durationMs / 1000} s of load`,
+          raw: '',
+          ens: `${mb(m.startKb)} → ${mb(m.endKb)} (max ${mb(m.maxKb)}), ${fmt(m.kbPer1000)} KB/1k req`,
+          ratio: '',
+          target: 'info (see note)',
+          met: 'info',
+        });
+        const heapUsed = m.samples.map((x) => x.heapUsedKb).filter((v): v is number => v !== undefined && Number.isFinite(v));
+        const heapTotal = m.samples.map((x) => x.heapTotalKb).filter((v): v is number => v !== undefined && Number.isFinite(v));
+        report.note(
+          `Memory: ${m.samples.length} VmRSS samples, 1 s apart, over ${fmt(m.requests)} requests at ${fmt(m.rate)} × 202/s (non-202: ${outcomesText(m.non202, '202')}); RSS slope = least-squares fit over requests served. ` +
+            `Over a window this short RSS mostly follows V8 growing its heap before the next full GC (heapTotal ${heapTotal.length ? `${mb(heapTotal[0]!)} → ${mb(heapTotal[heapTotal.length - 1]!)}` : 'n/a'}, ` +
+            `heapUsed ${heapUsed.length ? `${mb(Math.min(...heapUsed))}–${mb(Math.max(...heapUsed))}` : 'n/a'} from /metrics), so it cannot tell garbage from a leak. ` +
+            `The verdict therefore uses the live heap from heap snapshots (each forces a full GC) of the idle process after that window and again after ${MEMORY.heapCheckMs / 1000} s more of the same load ` +
+            `(snapshots come last because taking one inflates RSS for good, and pause ENS ~1 s, which shows as event-loop delay): ` +
+            `growth per request under ${LIMIT} bytes is this bench's criterion for "no growth per request" (DESIGN.md gives no number; JIT code still being compiled counts against it). Backlog drained in ${ms(drain.ms)}.`,
+        );
+        report.data.memory = { settings: MEMORY, ...m, drainMs: drain.ms };
+      });
+    }
+
+    // ── 2. Pipeline ─────────────────────────────────────────────────────────────────────────────
+    if (phases.has('pipeline')) {
+      await phase('pipeline', async () => {
+        await waitIdle(db, 'pipeline');
+        progress(`pipeline: raw JetStream work queue, ${PIPELINE_N} messages published (512 in flight) and consumed/acked, ${RAW_REPEATS} runs`);
+        const [raw, rawDiag] = await watched('pipeline, raw JetStream', () => medianOf(RAW_REPEATS, () => rawPipeline(engines.natsUrl, PIPELINE_N)));
+        progress(`pipeline: raw ${raw.runs.map((r) => fmt(r)).join(', ')} msgs/s; median ${fmt(raw.rate)}`);
+        const per = PIPELINE_N / PIPELINE_HANDOFFS;
+        progress(`pipeline: ENS, ${PIPELINE_HANDOFFS} handoffs × ${per} sms recipients → sent (sandbox)`);
+        const [ens, ensDiag] = await watched('pipeline, ENS', () => ensPipeline(api.baseUrl, token, db, PIPELINE_HANDOFFS, per));
+        progress(`pipeline: ENS ${fmt(ens.rate)} deliveries/s (${ms(ens.ms)}; all 202s after ${ms(ens.acceptMs)})`);
+        report.ratioRow(`Pipeline: accepted → sent (N=${PIPELINE_N})`, raw.rate, ens.rate, '/s', 0.4);
+        report.note(
+          `Pipeline: raw = ${PIPELINE_N} JetStream messages, first publish → last ack, median of ${RAW_REPEATS} runs (${raw.runs.map((r) => fmt(r)).join(', ')} msgs/s; median run ${ms(raw.ms)}). ENS = ${ens.handoffs} handoffs × ${per} recipients POSTed 8 at a time, ` +
+            `first POST → no delivery pending (polled every 20 ms) ${ms(ens.ms)}, of which accepting took ${ms(ens.acceptMs)}; final statuses ${JSON.stringify(ens.statuses)}` +
+            `${Object.keys(ens.non202).length ? `; non-202 ${JSON.stringify(ens.non202)}` : ''}. ` +
+            `CPU per message: raw ${formatCpuPerOp(cpuPerOp(rawDiag, raw.n * RAW_REPEATS), ['ENS', 'PostgreSQL'])}; ENS per delivery ${formatCpuPerOp(cpuPerOp(ensDiag, ens.n))}; ` +
+            `PostgreSQL per delivery ${formatPgPerOp(ensDiag, ens.n)}.`,
+        );
+        report.data.pipeline = { raw, ens };
+      });
+    }
+
+    // ── 3. Fan-out ──────────────────────────────────────────────────────────────────────────────
+    if (phases.has('fanout')) {
+      await phase('fanout', async () => {
+        await waitIdle(db, 'fan-out');
+        progress(`fan-out: one handoff with ${FANOUT_N} sms recipients`);
+        const [f] = await watched('fan-out, ENS', () => ensFanout(api.baseUrl, token, db, FANOUT_N));
+        progress(`fan-out: 202 after ${ms(f.acceptMs)}, all sent after ${ms(f.allSentMs)}`);
+        report.row({ measure: `Fan-out: ${FANOUT_N} recipients, POST → 202`, raw: '', ens: ms(f.acceptMs), ratio: '', target: '< 1 s', met: f.acceptMs < 1000 ? 'yes' : 'NO' });
+        report.row({
+          measure: `Fan-out: POST → all ${FANOUT_N} sent`,
+          raw: '',
+          ens: `${ms(f.allSentMs)} (${fmt(f.sendRate)} sent/s)`,
+          ratio: '',
+          target: '"soon after" (no number)',
+          met: 'info',
+        });
+        report.note(`Fan-out: request body ${fmt(f.bodyBytes / 1024)} KiB; final statuses ${JSON.stringify(f.statuses)}.`);
+        report.data.fanout = f;
+      });
+    }
+
+    // ── 4. Callbacks ────────────────────────────────────────────────────────────────────────────
+    if (phases.has('callbacks')) {
+      await phase('callbacks', async () => {
+        await waitIdle(db, 'callbacks');
+        receiver = await startReceiver();
+        progress(`callbacks: raw undici loop, concurrency 64, ${CALLBACKS_N} posts to the receiver process, ${RAW_REPEATS} runs`);
+        const rcv = receiver;
+        const [raw, rawDiag] = await watched('callbacks, raw undici', () => medianOf(RAW_REPEATS, () => rawCallbacks(rcv, CALLBACKS_N)));
+        progress(`callbacks: raw ${raw.runs.map((r) => fmt(r)).join(', ')} posts/s; median ${fmt(raw.rate)}`);
+
+        progress(`callbacks: ENS end to end (all roles), ${CALLBACKS_N} deliveries with callback_url`);
+        const [e2e] = await watched('callbacks, ENS end to end', () => ensCallbacksEndToEnd(api.baseUrl, token, db, rcv, CALLBACKS_N));
+        progress(`callbacks: ENS end to end ${fmt(e2e.rate)} posts/s`);
+        await waitIdle(db, 'callbacks');
+
+        // Isolate the callbacks role: an ENS without it queues the callbacks, then a callbacks-only ENS drains them.
+        progress('callbacks: stopping the all-roles ENS; starting one without the callbacks role to queue callbacks');
+        await api.stop();
+        api = await startEns({ name: 'feeder', env, roles: ['api', 'worker', 'feed'], ...(profDir ? { profDir } : {}) });
+        const iso = await ensCallbacksIsolated({ baseUrl: api.baseUrl, token }, db, rcv, CALLBACKS_N, { name: 'callbacks-only', env, ...(profDir ? { profDir } : {}) }, (pid) =>
+          diag(pid, undefined),
+        );
+        recordDiag('callbacks, ENS callbacks role alone', iso.diagnosis);
+        progress(`callbacks: ENS callbacks role alone ${fmt(iso.rate)} posts/s`);
+        await waitIdle(db, 'callbacks', 30_000);
+        report.ratioRow(`Callbacks: signed posts, callbacks role alone (N=${CALLBACKS_N})`, raw.rate, iso.rate, '/s', 0.3);
+        report.row({
+          measure: `Callbacks: end to end, all roles (N=${CALLBACKS_N})`,
+          raw: `${fmt(raw.rate)} /s`,
+          ens: `${fmt(e2e.rate)} /s`,
+          ratio: (e2e.rate / raw.rate).toFixed(2),
+          target: 'info (bounded by the worker)',
+          met: 'info',
+        });
+        report.note(
+          `Callbacks: every rate is measured at the receiver (a separate process answering 200), first post received → ${CALLBACKS_N}th. ` +
+            `The target row isolates the callbacks role: an ENS without it (roles api,worker,feed) sends ${CALLBACKS_N} deliveries with callback_url until all are sent and ${iso.queued} callbacks are queued; ` +
+            `then a callbacks-only ENS starts and drains them (${ms(iso.ms)}; ${ms(iso.fromSpawnMs)} counting its start-up). This measures posting (claim, sign, POST, record) without the worker competing, ` +
+            `which "from the first delivery sent" cannot: with all roles in one process the callbacks trail the worker. The end-to-end row is that other figure: ` +
+            `first sent_at → ${CALLBACKS_N}th post ${ms(e2e.ms)} (${ms(e2e.fromFirstPostMs)} from the first POST). Raw: ${raw.bodyBytes}-byte body, ` +
+            `median of ${RAW_REPEATS} runs (${raw.runs.map((r) => fmt(r)).join(', ')} posts/s); median run ${ms(raw.ms)} at the receiver, ${ms(raw.clientMs)} at the client. Posts carrying X-ENS-Signature and webhook-signature: ${iso.signed} / ${CALLBACKS_N} (isolated), ${e2e.signed} / ${CALLBACKS_N} (end to end). ` +
+            `CPU per post (bench = client + receiver): raw ${formatCpuPerOp(cpuPerOp(rawDiag, CALLBACKS_N * RAW_REPEATS), ['ENS', 'PostgreSQL', 'NATS'])}` +
+            `${iso.diagnosis ? `; ENS callbacks role alone ${formatCpuPerOp(cpuPerOp(iso.diagnosis, CALLBACKS_N))}, PostgreSQL per post ${formatPgPerOp(iso.diagnosis, CALLBACKS_N)}` : ''}.`,
+        );
+        report.data.callbacks = { raw, endToEnd: e2e, isolated: iso };
+      });
+    }
+
+    // ── 5. Feed ─────────────────────────────────────────────────────────────────────────────────
+    if (phases.has('feed')) {
+      await phase('feed', async () => {
+        await waitIdle(db, 'feed');
+        progress(`feed: topping the bench client up to ${feedRows.toLocaleString('en-US')} deliveries straight in PostgreSQL (ENS idle)`);
+        const fill = await fillFeed(db, client.clientId, feedRows);
+        progress(`feed: ${fill.total.toLocaleString('en-US')} deliveries (${fill.inserted.toLocaleString('en-US')} inserted in ${ms(fill.insertMs)}, VACUUM ANALYZE ${ms(fill.vacuumMs)})`);
+        const [cases] = await watched('feed pages, ENS', () => timeFeedPages(api.baseUrl, token, db, client.clientId, fill.total));
+        for (const c of cases) {
+          report.row({
+            measure: `Feed @ ${fmt(fill.total)} rows: ${c.name} (limit=1000, ${c.rows} rows${c.ms.n < 20 ? `, n=${c.ms.n}` : ''})`,
+            raw: '',
+            ens: `p50 ${fmt(c.ms.p50)} ms, p99 ${fmt(c.ms.p99)} ms`,
+            ratio: '',
+            target: 'p99 < 50 ms',
+            met: c.ms.p99 < 50 ? 'yes' : 'NO',
+          });
+        }
+        report.note(
+          `Feed: ${fill.existing.toLocaleString('en-US')} deliveries from the earlier phases + ${fill.inserted.toLocaleString('en-US')} inserted (one synthetic handoff, status sent, stamped, updated_at 2026-01-01 + n µs, ` +
+            `reference ref-(n mod 1000)), then VACUUM ANALYZE. Each case: 20 timed GETs after 3 untimed (5 when the untimed ones exceed 250 ms), one at a time, until the body is read. ` +
+            `middle/end = updated_since the stamp at row ${Math.floor(fill.total / 2).toLocaleString('en-US')} / ${(fill.total - 1001).toLocaleString('en-US')}; the reference filter matches ~1 row in 1000.`,
+        );
+        report.data.feed = { fill, cases };
+      });
+    }
+
+    // Stop the ENS children now so their CPU profiles are written, then summarise them.
+    const childLogs = allChildren.map((c) => ({ name: c.name, warnings: c.logs.warnings, errors: c.logs.errors, samples: Object.fromEntries(c.logs.samples) }));
+    for (const c of allChildren) await c.stop();
+    await receiver?.stop();
+    for (const c of childLogs) {
+      if (c.warnings + c.errors > 0) report.note(`ENS child "${c.name}" logged ${c.warnings} warnings and ${c.errors} errors: ${Object.entries(c.samples).map(([m, n]) => `${n} × "${m}"`).join('; ')}`);
+    }
+    if (childLogs.every((c) => c.warnings + c.errors === 0)) report.note('No ENS child logged a warning or an error.');
+    report.data.childLogs = childLogs;
+    if (profDir) {
+      profiles = await summariseProfiles(profDir);
+      for (const p of profiles) process.stderr.write(`\n${formatProfile(p)}\n`);
+      report.data.profiles = profiles;
+      report.note(`CPU profiles (open in Chrome DevTools): ${profDir}`);
+    }
+  } catch (err) {
+    failures++;
+    progress(`bench FAILED: ${(err as Error).stack ?? String(err)}`);
+    report.failed('setup', err);
+  } finally {
+    await runCleanup();
+  }
+
+  const durationMs = elapsedMs();
+  const loadEnd = os.loadavg();
+  header.push(`Run took ${(durationMs / 1000).toFixed(0)} s; load average ${loadStart.map((l) => l.toFixed(2)).join(' ')} at start, ${loadEnd.map((l) => l.toFixed(2)).join(' ')} at end (other work on this machine skews absolute figures; ratios share the noise)`);
+  const table = report.table(header);
+  process.stdout.write(`\n${table}\n`);
+  const jsonFile = path.join(HERE, 'last-run.json');
+  await report.writeJson(jsonFile, { startedAt: startedAt.toISOString(), durationMs, phases: [...phases], feedRows, profiling, cpus: os.cpus().length, loadStart, loadEnd, header, table });
+  progress(`wrote ${path.relative(process.cwd(), jsonFile)}`);
+  return failures > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  async (err: unknown) => {
+    progress(`bench FAILED: ${(err as Error).stack ?? String(err)}`);
+    await runCleanup();
+    process.exit(1);
+  },
+);
