@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.ts';
-import { createPool, type Db } from './db/pool.ts';
+import { createAsyncCommitPool, createPool, type Db } from './db/pool.ts';
 import { DirectoryMediaStore } from './media/directory-store.ts';
 import type { MediaStore } from './media/media-store.ts';
 import { connectNats, ensureTopology } from './nats/topology.ts';
@@ -44,6 +44,7 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
   const masterKey = await resolveMasterKey(config.masterKey, config.dataDir);
   const box = new SecretBox(masterKey);
   const db = createPool(urls.databaseUrl, { max: 30 });
+  const leases = createAsyncCommitPool(urls.databaseUrl, { max: 20, applicationName: 'ens-leases' });
   let nc: NatsConnection | undefined;
   try {
     nc = await connectNats(urls.natsUrl, 'ens');
@@ -68,20 +69,20 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
       js,
       clients: new ClientStore(db, box),
       tenants: new TenantStore(db),
-      deliveries: new DeliveryStore(db),
-      callbacks: new CallbackStore(db),
+      deliveries: new DeliveryStore(db, leases),
+      callbacks: new CallbackStore(db, leases),
       media: new DirectoryMediaStore(path.join(config.dataDir, 'media')),
       tokenKey: deriveKey(masterKey, 'access-token'),
       redeclareTopology,
       onNatsReconnect: (l) => void reconnectListeners.push(l),
       async close() {
         await conn.drain().catch(() => conn.close());
-        await db.end();
+        await Promise.all([db.end(), leases.end()]);
       },
     };
   } catch (e) {
     await nc?.close().catch(() => {});
-    await db.end();
+    await Promise.all([db.end(), leases.end()]);
     throw e;
   }
 }

@@ -90,7 +90,7 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
       const ids = await rt.callbacks.takeOverdue(rt.config.sweepGraceMs, 1000);
       if (ids.length > 0) {
         sweeperRequeued.inc({ kind: 'callback' }, ids.length);
-        await wakeCallbacks(rt.js, ids, rt.logger);
+        wakeCallbacks(rt.nc, ids, rt.logger);
       }
     } catch (err) {
       rt.logger.warn({ err }, 'callback sweep failed; will try again');

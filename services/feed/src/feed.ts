@@ -4,6 +4,7 @@ import { stampBatch } from './stamper.ts';
 const BATCH = 5000;
 /** Upper bound on how long a change waits to appear in the feed when no wake-up arrives. */
 const IDLE_POLL_MS = 200;
+const WAKE_DEBOUNCE_MS = 50;
 
 export interface FeedRole {
   stop(): Promise<void>;
@@ -32,8 +33,9 @@ export async function startFeed(rt: Runtime): Promise<FeedRole> {
         wake = () => {
           clearTimeout(t);
           wake = null;
-          // A short pause lets a burst of changes land in one batch.
-          setTimeout(resolve, 5);
+          // A short pause lets a burst of changes land in one batch, and lets a delivery accepted
+          // and sent within it be stamped once instead of twice.
+          setTimeout(resolve, WAKE_DEBOUNCE_MS);
         };
       });
       wake = null;

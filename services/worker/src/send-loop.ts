@@ -79,6 +79,6 @@ export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvide
       return;
     }
     m.ack();
-    if (t?.callbackId) await wakeCallbacks(rt.js, [t.callbackId], rt.logger);
+    if (t?.callbackId) wakeCallbacks(rt.nc, [t.callbackId], rt.logger);
   };
 }

@@ -39,7 +39,7 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
         return;
       }
       if (r.changed) rt.nc.publish(FEED_WAKE_SUBJECT);
-      if (r.callbackId) await wakeCallbacks(rt.js, [r.callbackId], rt.logger);
+      if (r.callbackId) wakeCallbacks(rt.nc, [r.callbackId], rt.logger);
     },
   };
 }
@@ -62,7 +62,7 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
       if (overdue.length > 0) {
         sweeperRequeued.inc({ kind: 'delivery' }, overdue.length);
         rt.logger.info({ count: overdue.length }, 'sweeper re-enqueued deliveries');
-        await wakeSenders(rt.js, overdue, rt.logger);
+        wakeSenders(rt.nc, overdue, rt.logger);
       }
       if (Date.now() - lastPurge > 600_000) {
         lastPurge = Date.now();

@@ -7,17 +7,27 @@ export type DbClient = pg.PoolClient;
  * One pool per process. Timestamps are formatted by the SQL that reads them (microseconds
  * matter for the feed), so the driver's Date parsing is never relied on.
  */
-export function createPool(url: string, opts: { max?: number; applicationName?: string } = {}): Db {
+export function createPool(url: string, opts: { max?: number; applicationName?: string; asyncCommit?: boolean } = {}): Db {
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max ?? 20,
     application_name: opts.applicationName ?? 'ens',
     idleTimeoutMillis: 30_000,
+    ...(opts.asyncCommit ? { options: '-c synchronous_commit=off' } : {}),
   });
   // An idle client losing its connection (PostgreSQL restart) must not crash the process; the
   // pool replaces it on next use.
   pool.on('error', () => {});
   return pool;
+}
+
+/**
+ * A pool whose commits return before their WAL reaches disk, for bookkeeping that a PostgreSQL
+ * crash may lose without harm: leases (a lost claim just expires) and callback attempt records (a
+ * lost one means a re-post with the same webhook-id). Never for accepts, outcomes or the feed.
+ */
+export function createAsyncCommitPool(url: string, opts: { max?: number; applicationName?: string } = {}): Db {
+  return createPool(url, { ...opts, asyncCommit: true });
 }
 
 /** Runs fn in a transaction; rolls back on any throw. */

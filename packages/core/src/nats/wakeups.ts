@@ -1,28 +1,33 @@
-import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Channel } from '../schemas/channel.ts';
 import { CALLBACK_SUBJECT, sendSubject } from './topology.ts';
 
-const IN_FLIGHT = 512;
-
-async function publishAll(js: JetStreamClient, msgs: { subject: string; id: string }[], logger: Logger): Promise<number> {
-  let failed = 0;
-  for (let i = 0; i < msgs.length; i += IN_FLIGHT) {
-    const chunk = msgs.slice(i, i + IN_FLIGHT);
-    const results = await Promise.allSettled(chunk.map((m) => js.publish(m.subject, m.id)));
-    failed += results.filter((r) => r.status === 'rejected').length;
+/*
+ * Wake-ups are plain NATS publishes on the streams' subjects: JetStream stores them all the same,
+ * but no per-message acknowledgement is awaited. That is safe by design: a wake-up only points at
+ * a row in PostgreSQL, and the sweepers re-send any that are lost (server down, store lost). A
+ * publish with acknowledgement cost a request/reply and an error object per message.
+ */
+function publishAll(nc: NatsConnection, subject: (i: number) => string, ids: string[], logger: Logger): number {
+  let sent = 0;
+  try {
+    for (let i = 0; i < ids.length; i++) {
+      nc.publish(subject(i), ids[i]!);
+      sent++;
+    }
+  } catch (err) {
+    logger.warn({ err, unsent: ids.length - sent }, 'wake-ups not published; the sweeper will re-enqueue them');
   }
-  // A lost wake-up is not a lost delivery: the sweeper finds overdue rows in PostgreSQL.
-  if (failed > 0) logger.warn({ failed, total: msgs.length }, 'some wake-ups were not published; the sweeper will re-enqueue them');
-  return msgs.length - failed;
+  return sent;
 }
 
 /** Wakes the channel workers for these deliveries. Never throws. */
-export function wakeSenders(js: JetStreamClient, items: { id: string; channel: Channel }[], logger: Logger): Promise<number> {
-  return publishAll(js, items.map((d) => ({ subject: sendSubject(d.channel), id: d.id })), logger);
+export function wakeSenders(nc: NatsConnection, items: { id: string; channel: Channel }[], logger: Logger): number {
+  return publishAll(nc, (i) => sendSubject(items[i]!.channel), items.map((d) => d.id), logger);
 }
 
 /** Wakes the callbacks role for these callback ids. Never throws. */
-export function wakeCallbacks(js: JetStreamClient, ids: string[], logger: Logger): Promise<number> {
-  return publishAll(js, ids.map((id) => ({ subject: CALLBACK_SUBJECT, id })), logger);
+export function wakeCallbacks(nc: NatsConnection, ids: string[], logger: Logger): number {
+  return publishAll(nc, () => CALLBACK_SUBJECT, ids, logger);
 }

@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto';
 import type pg from 'pg';
 import type { Db } from '../db/pool.ts';
 import { Errors } from '../errors.ts';
@@ -26,8 +25,6 @@ export type AcceptOutcome =
   | { outcome: 'created'; responseBody: string }
   | { outcome: 'replay'; responseBody: string };
 
-const USAGE_SHARDS = 16;
-
 function secondsToUtcMidnight(): number {
   const now = new Date();
   const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
@@ -46,13 +43,12 @@ export async function acceptHandoff(db: Db, a: AcceptInput): Promise<AcceptOutco
   let res: pg.QueryResult<{ outcome: 'created' | 'replay'; response: string; request_hash: string }>;
   try {
     res = await db.query(
-      `SELECT * FROM ens_accept($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[], $12::text[], $13::text[], $14::text[], $15::int[], $16::int[], $17)`,
+      `SELECT * FROM ens_accept($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[], $12::text[], $13::text[], $14::text[], $15::int[], $16::int[])`,
       [
         a.clientId, a.idempotencyKey, a.requestHash, a.responseBody,
         a.handoffId, a.tenant, a.eventType, a.reference, a.callbackUrl, JSON.stringify(a.messages),
         a.deliveries.map((d) => d.id), a.deliveries.map((d) => d.channel), a.deliveries.map((d) => d.recipient),
         quotaChannels, quotaChannels.map((c) => counts.get(c)!), quotaChannels.map((c) => a.quota(c)),
-        randomInt(USAGE_SHARDS),
       ],
     );
   } catch (e) {

@@ -25,11 +25,15 @@ export interface DeadLetter {
 }
 
 export class CallbackStore {
-  constructor(private readonly db: Db) {}
+  /** @param leases a pool with asynchronous commit (see createAsyncCommitPool), for claims and attempt records */
+  constructor(
+    private readonly db: Db,
+    private readonly leases: Db = db,
+  ) {}
 
   /** Leases a due callback for one post; null when it is not due, leased elsewhere or finished. */
   async claim(id: string, leaseMs: number): Promise<ClaimedCallback | { miss: 'done' | 'leased' | 'missing' } | { miss: 'not_due'; dueInMs: number }> {
-    const { rows } = await this.db.query(
+    const { rows } = await this.leases.query(
       `UPDATE callbacks SET lease_until = now() + $2 * interval '1 millisecond', attempts = attempts + 1, updated_at = now()
         WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
        RETURNING id, delivery_id, client_id, url, body, attempts, attempts - attempt_base AS in_round`,
@@ -55,7 +59,7 @@ export class CallbackStore {
    */
   async record(cb: ClaimedCallback, result: { ok: boolean; httpStatus?: number; error?: string }, retryInMs: number | null): Promise<'delivered' | 'pending' | 'dead'> {
     const status = result.ok ? 'delivered' : retryInMs === null ? 'dead' : 'pending';
-    await this.db.query(
+    await this.leases.query(
       `WITH u AS (
          UPDATE callbacks SET status = $2, lease_until = NULL, last_error = $3, updated_at = now(),
                 next_attempt_at = now() + coalesce($4, 0) * interval '1 millisecond'

@@ -128,10 +128,16 @@ export class ClientStore {
     return true;
   }
 
-  /** Today's (UTC) usage per channel, summed over shards. */
+  /**
+   * Today's (UTC) deliveries per channel, counted from the record itself. The feed index narrows
+   * it to rows changed today, which every row created today is (or is about to be stamped).
+   */
   async usageToday(id: string): Promise<Record<string, number>> {
     const { rows } = await this.db.query<{ channel: string; n: string }>(
-      `SELECT channel, sum(count)::text AS n FROM usage_daily WHERE client_id = $1 AND day = (now() AT TIME ZONE 'UTC')::date GROUP BY channel`,
+      `SELECT channel, count(*)::text AS n FROM deliveries
+        WHERE client_id = $1 AND created_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+          AND (updated_at IS NULL OR updated_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+        GROUP BY channel`,
       [id],
     );
     return Object.fromEntries(rows.map((r) => [r.channel, Number(r.n)]));

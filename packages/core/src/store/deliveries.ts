@@ -49,8 +49,10 @@ export interface StatusReport {
 
 const CLAIM_SQL = `
 WITH c AS (
+  -- No indexed column changes here, so the claim is a HOT update; the attempt's outcome restamps
+  -- the row for the feed.
   UPDATE deliveries SET lease_until = now() + $2 * interval '1 millisecond', attempts = attempts + 1,
-         version = version + 1, stamp_pending = true
+         version = version + 1
    WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
   RETURNING id, version, attempts, client_id, handoff_id, tenant, event_type, reference, channel, recipient
 ), started AS (
@@ -84,14 +86,18 @@ WITH d AS (
 SELECT (SELECT count(*) FROM d)::int AS updated, (SELECT id FROM cb) AS callback_id`;
 
 export class DeliveryStore {
-  constructor(private readonly db: Db) {}
+  /** @param leases a pool with asynchronous commit (see createAsyncCommitPool), used for claims only */
+  constructor(
+    private readonly db: Db,
+    private readonly leases: Db = db,
+  ) {}
 
   /**
    * Takes a delivery for one attempt: bumps its attempt count and leases it for leaseMs. A
    * crashed worker's lease simply runs out, and its unfinished attempt is then marked `lost`.
    */
   async claim(id: string, provider: string, leaseMs: number): Promise<ClaimedDelivery | ClaimMiss> {
-    const { rows } = await this.db.query(CLAIM_SQL, [id, leaseMs, provider]);
+    const { rows } = await this.leases.query(CLAIM_SQL, [id, leaseMs, provider]);
     const r = rows[0];
     if (r) {
       return {

@@ -37,12 +37,14 @@ export async function readFeed(db: Db, clientId: string, q: DeliveryQuery): Prom
   const after = q.cursor !== undefined ? decodeCursor(q.cursor) : (q.updated_since ?? null);
   const limit = q.limit ?? 100;
   const { rows } = await db.query<DeliveryRecord>(
-    `SELECT ${RECORD_COLUMNS} FROM deliveries
-      WHERE client_id = $1 AND updated_at IS NOT NULL
-        AND ($2::timestamptz IS NULL OR updated_at > $2::timestamptz)
+    // ORDER BY names the table's column: the bare name would bind to the formatted text alias in
+    // the select list and sort every row of the client instead of walking deliveries_feed.
+    `SELECT ${RECORD_COLUMNS} FROM deliveries d
+      WHERE client_id = $1 AND d.updated_at IS NOT NULL
+        AND ($2::timestamptz IS NULL OR d.updated_at > $2::timestamptz)
         AND ($3::text IS NULL OR reference = $3) AND ($4::text IS NULL OR tenant = $4)
         AND ($5::text IS NULL OR channel = $5) AND ($6::text IS NULL OR status = $6)
-      ORDER BY updated_at LIMIT $7`,
+      ORDER BY d.updated_at LIMIT $7`,
     [clientId, after, q.reference ?? null, q.tenant ?? null, q.channel ?? null, q.status ?? null, limit],
   );
   const last = rows[rows.length - 1];

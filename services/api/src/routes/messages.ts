@@ -125,7 +125,7 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
       });
       if (result.outcome === 'created') {
         // After the commit: the 202 must not wait for JetStream, and a lost wake-up is re-sent by the sweeper.
-        void wakeSenders(rt.js, deliveries, rt.logger);
+        wakeSenders(rt.nc, deliveries, rt.logger);
         rt.nc.publish(FEED_WAKE_SUBJECT);
         for (const d of deliveries) deliveriesAccepted.inc({ channel: d.channel });
       } else {

@@ -70,13 +70,12 @@ CREATE TABLE deliveries (
   -- change-feed stamp, set only by the feed role in commit order (DESIGN invariant 3)
   updated_at          timestamptz,
   stamp_pending       boolean NOT NULL DEFAULT true
-);
+) WITH (fillfactor = 80);  -- room on each page so a claim (no indexed column changes) is a HOT update
 CREATE UNIQUE INDEX deliveries_feed ON deliveries (client_id, updated_at) WHERE updated_at IS NOT NULL;
 CREATE INDEX deliveries_unstamped ON deliveries (id) WHERE stamp_pending;
 CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE status = 'pending';
 CREATE INDEX deliveries_provider_message ON deliveries (provider, provider_message_id) WHERE provider_message_id IS NOT NULL;
 CREATE INDEX deliveries_reference ON deliveries (client_id, reference, updated_at) WHERE reference IS NOT NULL;
-CREATE INDEX deliveries_handoff ON deliveries (handoff_id);
 
 CREATE TABLE feed_clock (
   id   integer PRIMARY KEY CHECK (id = 1),
@@ -135,15 +134,14 @@ CREATE TABLE callback_attempts (
   PRIMARY KEY (callback_id, number)
 );
 
--- Daily usage per channel, spread over shards so concurrent sends of one client do not queue on
--- one row lock; the quota check sums the shards (it may overshoot by what is in flight).
+-- Daily usage of the channels a client has a quota on. Clients without a quota never touch it,
+-- so their sends share no hot row; their usage is counted from deliveries when asked.
 CREATE TABLE usage_daily (
   client_id text NOT NULL,
   day       date NOT NULL,
   channel   text NOT NULL,
-  shard     smallint NOT NULL,
   count     integer NOT NULL,
-  PRIMARY KEY (client_id, day, channel, shard)
+  PRIMARY KEY (client_id, day, channel)
 );
 
 /*
@@ -155,7 +153,7 @@ CREATE FUNCTION ens_accept(
   p_client text, p_key text, p_hash text, p_response text,
   p_handoff uuid, p_tenant text, p_event_type text, p_reference text, p_callback_url text, p_messages jsonb,
   p_ids uuid[], p_channels text[], p_recipients text[],
-  p_quota_channels text[], p_quota_counts integer[], p_quota_limits integer[], p_shard smallint
+  p_quota_channels text[], p_quota_counts integer[], p_quota_limits integer[]
 ) RETURNS TABLE (outcome text, response text, request_hash text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -177,18 +175,16 @@ BEGIN
   END IF;
 
   FOR i IN 1 .. coalesce(array_length(p_quota_channels, 1), 0) LOOP
-    INSERT INTO usage_daily AS u (client_id, day, channel, shard, count)
-    VALUES (p_client, (now() AT TIME ZONE 'UTC')::date, p_quota_channels[i], p_shard, p_quota_counts[i])
-    ON CONFLICT (client_id, day, channel, shard) DO UPDATE SET count = u.count + EXCLUDED.count;
-    IF p_quota_limits[i] > 0 THEN
-      -- Serialise the check per client and channel, only for clients that have a quota, so
-      -- concurrent sends cannot both see room for the last message.
-      PERFORM pg_advisory_xact_lock(hashtext(p_client || '/' || p_quota_channels[i]));
-      SELECT sum(u.count) INTO used FROM usage_daily u
-       WHERE u.client_id = p_client AND u.day = (now() AT TIME ZONE 'UTC')::date AND u.channel = p_quota_channels[i];
-      IF used > p_quota_limits[i] THEN
-        RAISE EXCEPTION USING ERRCODE = 'EN002', MESSAGE = p_quota_channels[i], DETAIL = p_quota_limits[i]::text;
-      END IF;
+    CONTINUE WHEN p_quota_limits[i] <= 0;
+    -- Serialise the check per client and channel, so concurrent sends cannot both see room for
+    -- the last message; the counter row is then only ever written under this lock.
+    PERFORM pg_advisory_xact_lock(hashtext(p_client || '/' || p_quota_channels[i]));
+    INSERT INTO usage_daily AS u (client_id, day, channel, count)
+    VALUES (p_client, (now() AT TIME ZONE 'UTC')::date, p_quota_channels[i], p_quota_counts[i])
+    ON CONFLICT (client_id, day, channel) DO UPDATE SET count = u.count + EXCLUDED.count
+    RETURNING u.count INTO used;
+    IF used > p_quota_limits[i] THEN
+      RAISE EXCEPTION USING ERRCODE = 'EN002', MESSAGE = p_quota_channels[i], DETAIL = p_quota_limits[i]::text;
     END IF;
   END LOOP;
 
