@@ -2,7 +2,7 @@ import { freePort } from '@ens/local-engines';
 import { loadConfig, migrate, openRuntime, createLogger, type Config, type Runtime } from '@ens/core';
 import { startRoles, type Role, type RunningRoles } from '@ens/cli/roles';
 import { startTestEngines, type TestEngines } from './engines.ts';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
@@ -94,6 +94,7 @@ export async function startTestService(t: Teardown, opts: { env?: Record<string,
   const engines = await startTestEngines(t);
   const port = await freePort();
   const dataDir = await mkdtemp(join(tmpdir(), 'ens-data-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const env: Record<string, string> = {
     ...TEST_ENV,
     DATABASE_URL: engines.databaseUrl,
