@@ -1,5 +1,6 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isProcessAlive } from '@ens/local-engines';
 
 /**
  * `ens serve` records the addresses of the engines it started under ENS_DATA_DIR, so that other
@@ -14,15 +15,6 @@ export interface EnginesFile {
 
 const file = (dataDir: string) => path.join(dataDir, 'engines.json');
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export async function writeEnginesFile(dataDir: string, e: EnginesFile): Promise<void> {
   await writeFile(file(dataDir), JSON.stringify(e) + '\n', { mode: 0o600 });
 }
@@ -31,7 +23,7 @@ export async function writeEnginesFile(dataDir: string, e: EnginesFile): Promise
 export async function readEnginesFile(dataDir: string): Promise<EnginesFile | null> {
   try {
     const e = JSON.parse(await readFile(file(dataDir), 'utf8')) as EnginesFile;
-    return alive(e.pid) ? e : null;
+    return isProcessAlive(e.pid) ? e : null;
   } catch {
     return null;
   }

@@ -4,3 +4,4 @@ export { findPostgresBinaries, type PostgresBinaries } from './postgres-binaries
 export { startPostgres, POSTGRES_DATABASE, type PostgresHandle, type StartPostgresOptions } from './postgres.ts';
 export { findNatsServer, startNats, type NatsHandle, type StartNatsOptions } from './nats.ts';
 export type { SupervisedEngine } from './supervised-engine.ts';
+export { isProcessAlive } from './process-alive.ts';

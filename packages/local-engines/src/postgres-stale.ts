@@ -1,6 +1,7 @@
 import { readdir, readFile, readlink, realpath, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isProcessAlive } from './process-alive.ts';
 
 const STOP_GRACE_MS = 10_000;
 const KILL_GRACE_MS = 5_000;
@@ -11,16 +12,6 @@ async function readPid(file: string): Promise<number | undefined> {
     return Number.isInteger(pid) && pid > 0 ? pid : undefined;
   } catch {
     return undefined;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -100,7 +91,7 @@ export async function clearStalePostmaster(dataDir: string, log: (line: string) 
   const lockFiles = ['postmaster.pid', ...(await readdir(realDir)).filter((f) => /^\.s\.PGSQL\.\d+\.lock$/.test(f))];
   for (const file of lockFiles) {
     const pid = await readPid(join(realDir, file));
-    if (pid !== undefined && pid !== process.pid && isAlive(pid)) {
+    if (pid !== undefined && pid !== process.pid && isProcessAlive(pid)) {
       log(`removing ${file}: pid ${pid} is no longer PostgreSQL`);
       await rm(join(realDir, file), { force: true });
     }

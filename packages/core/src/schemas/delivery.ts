@@ -4,35 +4,36 @@ import { Channel, DeliveryStatus } from './channel.ts';
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const DateTime = Type.String({ format: 'date-time', description: 'ISO 8601 with offset, microsecond precision' });
 
-/** The callback payload, field for field as the spec's table lists it. */
-export const CallbackPayload = Type.Object({
+// The fields a delivery shares between the callback payload and the record, in the spec's order
+// around `status` (which differs: a callback only ever reports a terminal state).
+const identity = {
   delivery_id: Type.String(),
   reference: Nullable(Type.String()),
   channel: Channel,
   recipient: Type.String(),
-  status: Type.Union([Type.Literal('sent'), Type.Literal('failed')]),
+};
+const progress = {
   attempts: Type.Integer(),
   provider_message_id: Nullable(Type.String()),
   sent_at: Nullable(DateTime),
   delivered_at: Nullable(DateTime),
   read_at: Nullable(DateTime),
   last_error: Nullable(Type.String()),
+};
+
+/** The callback payload, field for field as the spec's table lists it. */
+export const CallbackPayload = Type.Object({
+  ...identity,
+  status: Type.Union([Type.Literal('sent'), Type.Literal('failed')]),
+  ...progress,
 });
 export type CallbackPayload = Static<typeof CallbackPayload>;
 
 /** A row of GET /v2/deliveries: the callback fields plus the record's own. */
 export const DeliveryRecord = Type.Object({
-  delivery_id: Type.String(),
-  reference: Nullable(Type.String()),
-  channel: Channel,
-  recipient: Type.String(),
+  ...identity,
   status: DeliveryStatus,
-  attempts: Type.Integer(),
-  provider_message_id: Nullable(Type.String()),
-  sent_at: Nullable(DateTime),
-  delivered_at: Nullable(DateTime),
-  read_at: Nullable(DateTime),
-  last_error: Nullable(Type.String()),
+  ...progress,
   tenant: Type.String(),
   event_type: Type.String(),
   created_at: DateTime,
