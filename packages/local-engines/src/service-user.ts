@@ -33,13 +33,14 @@ async function lookupUser(name: string): Promise<RunAs> {
 
 /**
  * PostgreSQL refuses to run as root, so when we are root it has to run as the
- * `postgres` OS user; otherwise it runs as ourselves (undefined).
+ * `postgres` OS user, or, on a machine without the postgresql package (using the
+ * build npm installed), as `nobody`; otherwise it runs as ourselves (undefined).
  */
 export function postgresRunAs(): Promise<RunAs | undefined> {
   if (!isRoot()) return Promise.resolve(undefined);
   let lookup = lookups.get('postgres');
   if (!lookup) {
-    lookup = lookupUser('postgres');
+    lookup = lookupUser('postgres').catch(() => lookupUser('nobody'));
     // A failed lookup is retried next time: the user may be created meanwhile.
     lookup.catch(() => lookups.delete('postgres'));
     lookups.set('postgres', lookup);

