@@ -268,6 +268,28 @@ t.test('POST /v2/messages validation', async (t) => {
     t.match(r.body.detail, /"globex"/, 'the detail names the tenant');
   });
 
+  t.test('a tenant that is not provisioned, sent together with a valid handoff', async (t) => {
+    // Concurrent accepts share a transaction: the refused one must store nothing, the other everything.
+    const goodKey = uniqueKey('good');
+    const badKey = uniqueKey('bad');
+    const before = await counts();
+    const [good, bad] = await Promise.all([
+      post(smsHandoff('acme', ['+15551230001']), { 'idempotency-key': goodKey }),
+      post({ ...handoff(sms(['+15551230002'])), tenant: 'globex' }, { 'idempotency-key': badKey }),
+    ]);
+    t.equal(good.status, 202, 'the valid handoff is accepted');
+    t.equal(good.headers.get('idempotent-replayed'), null);
+    t.equal(bad.status, 400, 'the other is refused');
+    t.equal(bad.body.code, 'ENS_ERR_TENANT_NOT_PROVISIONED');
+    t.match(bad.body.detail, /"globex"/);
+    t.same(await counts(), { handoffs: before.handoffs + 1, deliveries: before.deliveries + 1, keys: before.keys + 1 }, 'only the valid one is stored');
+    const stored = await svc.rt.db.query('SELECT count(*)::int AS n FROM deliveries WHERE handoff_id = $1', [good.body.handoff_id]);
+    t.equal(stored.rows[0].n, 1, 'with its delivery');
+    await keyStillFree(t, badKey);
+    const replay = await post(smsHandoff('acme', ['+15551230001']), { 'idempotency-key': goodKey });
+    t.equal(replay.text, good.text, 'the valid one replays');
+  });
+
   t.test('inline image data', async (t) => {
     const img = (data: string) => handoff(email(['a@example.com'], { html: '<img src="cid:x">', inline_images: [{ cid: 'x', data }] }));
     await rejects(t, 'bad base64', img('not base64!'), { path: '/messages/0/content/inline_images/0/data', detail: /base64/ });

@@ -1,12 +1,16 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, sweeperRequeued, wakeCallbacks, type ClientRow, type Runtime,
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, Slots, sweeperRequeued, wakeCallbacks,
+  type CallbackClaim, type ClaimedCallback, type ClientRow, type PostResult, type Runtime,
 } from '@ens/core';
 import { closeCallbackConnections, postCallback } from './delivery/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
 
 const SWEEP_EVERY_MS = 2_000;
+/** Posts in flight at once. */
 const CONCURRENCY = 64;
+/** Wake-ups held per post slot, so claims and records batch across more handlers (see the worker). */
+const MESSAGES_PER_POST_SLOT = 4;
 
 export interface CallbacksRole {
   stop(): Promise<void>;
@@ -21,7 +25,7 @@ function signingHeaders(rt: Runtime, client: ClientRow | null, webhookId: string
   if (!client) return { error: 'the client no longer exists' };
   let secret: string | null;
   try {
-    secret = rt.clients.openCallbackSecret(client);
+    secret = openSecret(rt, client);
   } catch {
     return { error: 'the callback secret cannot be decrypted: it was sealed under another master key (check ENS_MASTER_KEY and ENS_DATA_DIR) or is damaged' };
   }
@@ -39,23 +43,36 @@ function signingHeaders(rt: Runtime, client: ClientRow | null, webhookId: string
 }
 
 /**
+ * Opened callback secrets, per client row object. The ClientDirectory hands out the same row until
+ * the client changes (it then loads a new one), so a rotated secret is never served from here; the
+ * entry goes with the row.
+ */
+const openedSecrets = new WeakMap<ClientRow, string | null>();
+
+function openSecret(rt: Runtime, client: ClientRow): string | null {
+  let secret = openedSecrets.get(client);
+  if (secret === undefined) {
+    secret = rt.clients.openCallbackSecret(client);
+    openedSecrets.set(client, secret);
+  }
+  return secret;
+}
+
+/**
  * Posts one queued callback. The body bytes were fixed when the delivery reached its terminal
  * state; each attempt signs those same bytes, with the same webhook-id and a fresh timestamp.
  */
-function postHandler(rt: Runtime, directory: ClientDirectory) {
+function postHandler(rt: Runtime, directory: ClientDirectory, slots: Slots) {
+  const leaseMs = Math.max(rt.config.leaseMs, rt.config.callbackTimeoutMs + 5_000);
   return async (m: JsMsg): Promise<void> => {
-    const claim = await rt.callbacks.claim(m.string(), Math.max(rt.config.leaseMs, rt.config.callbackTimeoutMs + 5_000));
-    if ('miss' in claim) {
-      if (claim.miss === 'not_due') m.nak(claim.dueInMs);
-      else m.ack();
-      return;
-    }
-    const rawBody = Buffer.from(claim.body, 'utf8');
-    const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
-    let result: { ok: boolean; httpStatus?: number; error?: string };
-    if ('error' in signing) {
-      result = { ok: false, error: signing.error };
-    } else {
+    // A post slot is taken before the claim, so the lease starts only once the post can begin, and
+    // given back when the post has answered: recording it does not hold one.
+    const posted = await slots.run(async (): Promise<Exclude<CallbackClaim, ClaimedCallback> | { claim: ClaimedCallback; result: PostResult; signed: boolean }> => {
+      const claim = await rt.callbacks.claim(m.string(), leaseMs);
+      if ('miss' in claim) return claim;
+      const rawBody = Buffer.from(claim.body, 'utf8');
+      const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
+      if ('error' in signing) return { claim, result: { ok: false, error: signing.error }, signed: false };
       const out = await postCallback({
         url: claim.url,
         rawBody,
@@ -63,12 +80,19 @@ function postHandler(rt: Runtime, directory: ClientDirectory) {
         timeoutMs: rt.config.callbackTimeoutMs,
         allowPrivate: rt.config.allowPrivateCallbacks,
       });
-      result = out.outcome === 'delivered' ? { ok: true, httpStatus: out.status } : { ok: false, httpStatus: out.status, error: out.error };
+      const result = out.outcome === 'delivered' ? { ok: true, httpStatus: out.status } : { ok: false, httpStatus: out.status, error: out.error };
+      return { claim, result, signed: true };
+    });
+    if ('miss' in posted) {
+      if (posted.miss === 'not_due') m.nak(posted.dueInMs);
+      else m.ack();
+      return;
     }
+    const { claim, result, signed } = posted;
     const schedule = rt.config.callbackBackoffMs;
     // A callback that cannot be signed goes straight to the dead letters: retrying cannot help, and
     // an operator can replay it once the secret or the master key is put right.
-    const retryIn = result.ok || 'error' in signing || claim.attemptInRound > schedule.length ? null : schedule[claim.attemptInRound - 1]!;
+    const retryIn = result.ok || !signed || claim.attemptInRound > schedule.length ? null : schedule[claim.attemptInRound - 1]!;
     const status = await rt.callbacks.record(claim, result, retryIn);
     callbackPosts.inc({ result: status === 'pending' ? 'retry' : status });
     if (status === 'pending' && retryIn !== null) {
@@ -84,7 +108,8 @@ function postHandler(rt: Runtime, directory: ClientDirectory) {
 export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   const directory = new ClientDirectory(rt.db, rt.clients);
   await directory.start();
-  const consumer = await consumeWorkQueue(rt.js, CALLBACK_STREAM, CALLBACK_CONSUMER, CONCURRENCY, postHandler(rt, directory), rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
+  const handler = postHandler(rt, directory, new Slots(CONCURRENCY));
+  const consumer = await consumeWorkQueue(rt.js, CALLBACK_STREAM, CALLBACK_CONSUMER, CONCURRENCY * MESSAGES_PER_POST_SLOT, handler, rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
   const sweep = async () => {
     try {
       const ids = await rt.callbacks.takeOverdue(rt.config.sweepGraceMs, 1000);

@@ -2,7 +2,7 @@ import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
 import {
   attemptsTotal, FEED_WAKE_SUBJECT, wakeCallbacks,
-  type AttemptResult, type Channel, type ClaimedDelivery, type Runtime,
+  type AttemptResult, type Channel, type ClaimedDelivery, type ClaimMiss, type Runtime, type Slots,
 } from '@ens/core';
 import type { LoadedProvider } from './provider-loader.ts';
 
@@ -49,31 +49,58 @@ function outbound(d: ClaimedDelivery): OutboundMessage {
   };
 }
 
+const feedWakeScheduled = new WeakSet<Runtime['nc']>();
+
+/**
+ * Tells the feed role that changes wait to be stamped, at most once per turn of the event loop:
+ * outcomes are recorded in batches, and one wake-up covers a whole batch (the feed debounces its
+ * wake-ups anyway). Lossy by design, like every feed wake-up: the feed also polls.
+ */
+export function wakeFeed(nc: Runtime['nc']): void {
+  if (feedWakeScheduled.has(nc)) return;
+  feedWakeScheduled.add(nc);
+  setImmediate(() => {
+    feedWakeScheduled.delete(nc);
+    try {
+      nc.publish(FEED_WAKE_SUBJECT);
+    } catch {
+      // closed or reconnecting: the feed's poll picks the change up
+    }
+  });
+}
+
 /**
  * Handles one wake-up from a channel's work queue. The message only names a delivery; the
  * delivery's row decides what happens, so duplicate or stale wake-ups are harmless.
+ *
+ * `slots` bounds the provider sends in flight. A slot is taken before the claim, so an attempt's
+ * lease only starts once its send can begin (the send timeout is a share of the lease), and it is
+ * given back as soon as the provider has answered: recording the outcome does not hold one.
  */
-export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvider) {
+export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvider, slots: Slots) {
   return async (m: JsMsg): Promise<void> => {
     const id = m.string();
-    const claim = await rt.deliveries.claim(id, loaded.name, rt.config.leaseMs);
-    if ('reason' in claim) {
-      if (claim.reason === 'not_due') m.nak(claim.dueInMs);
+    const attempt = await slots.run(async (): Promise<ClaimMiss | { claim: ClaimedDelivery; result: AttemptResult }> => {
+      const claim = await rt.deliveries.claim(id, loaded.name, rt.config.leaseMs);
+      if ('reason' in claim) return claim;
+      try {
+        const sent = await withTimeout(loaded.provider.send(outbound(claim)), Math.min(MAX_SEND_TIMEOUT_MS, rt.config.leaseMs * SEND_SHARE_OF_LEASE));
+        return { claim, result: { outcome: 'sent', provider: loaded.name, providerMessageId: sent.providerMessageId } };
+      } catch (err) {
+        return { claim, result: decide(err, claim.attempt, rt.config.retryBackoffMs, loaded.name) };
+      }
+    });
+    if ('reason' in attempt) {
+      if (attempt.reason === 'not_due') m.nak(attempt.dueInMs);
       else m.ack();
       return;
     }
-    let result: AttemptResult;
-    try {
-      const sent = await withTimeout(loaded.provider.send(outbound(claim)), Math.min(MAX_SEND_TIMEOUT_MS, rt.config.leaseMs * SEND_SHARE_OF_LEASE));
-      result = { outcome: 'sent', provider: loaded.name, providerMessageId: sent.providerMessageId };
-    } catch (err) {
-      result = decide(err, claim.attempt, rt.config.retryBackoffMs, loaded.name);
-    }
+    const { claim, result } = attempt;
     attemptsTotal.inc({ channel, provider: loaded.name, outcome: result.outcome === 'sent' ? 'sent' : result.kind });
     // If recording fails (PostgreSQL down), the throw naks the message; the lease then runs out and
     // the attempt is retried and the unrecorded one marked lost.
     const t = await rt.deliveries.finish(claim, result);
-    rt.nc.publish(FEED_WAKE_SUBJECT);
+    wakeFeed(rt.nc);
     if (t?.status === 'pending' && result.outcome === 'retry') {
       m.nak(result.delayMs);
       return;

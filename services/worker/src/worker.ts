@@ -1,12 +1,18 @@
 import {
-  CHANNELS, consumeWorkQueue, FEED_WAKE_SUBJECT, SEND_STREAM, sendConsumer, purgeIdempotencyKeys, sweeperRequeued, wakeCallbacks, wakeSenders, type Channel, type Runtime,
+  CHANNELS, consumeWorkQueue, SEND_STREAM, sendConsumer, purgeIdempotencyKeys, Slots, sweeperRequeued, wakeCallbacks, wakeSenders, type Channel, type Runtime,
 } from '@ens/core';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { checkProviderConfig, loadProviders, type LoadedProvider } from './provider-loader.ts';
-import { sendHandler } from './send-loop.ts';
+import { sendHandler, wakeFeed } from './send-loop.ts';
 
 /** How often the sweeper looks; what it takes is set by ENS_SWEEP_GRACE. */
 const SWEEP_EVERY_MS = 2_000;
+/**
+ * Wake-ups a channel's loop holds per send slot (ENS_WORKER_CONCURRENCY). Claims and outcome
+ * records are batched across the handlers waiting for them, so holding more messages than there
+ * are sends in flight makes the batches larger without sending more at once.
+ */
+const MESSAGES_PER_SEND_SLOT = 4;
 
 export interface WorkerRole {
   providers: Map<Channel, LoadedProvider>;
@@ -38,7 +44,7 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
         logger.warn({ providerMessageId: u.providerMessageId }, 'status report for an unknown message');
         return;
       }
-      if (r.changed) rt.nc.publish(FEED_WAKE_SUBJECT);
+      if (r.changed) wakeFeed(rt.nc);
       if (r.callbackId) wakeCallbacks(rt.nc, [r.callbackId], rt.logger);
     },
   };
@@ -52,7 +58,11 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
   checkProviderConfig(rt.config.providers, rt.config.providerConfig);
   const providers = await loadProviders(rt.config.providers, (pkg) => rt.config.providerConfig[pkg], (name) => pluginContext(rt, name));
   const loops = await Promise.all(
-    CHANNELS.map((ch) => consumeWorkQueue(rt.js, SEND_STREAM, sendConsumer(ch), rt.config.workerConcurrency, sendHandler(rt, ch, providers.get(ch)!), rt.logger, rt.redeclareTopology, rt.onNatsReconnect)),
+    CHANNELS.map((ch) => {
+      const handler = sendHandler(rt, ch, providers.get(ch)!, new Slots(rt.config.workerConcurrency));
+      const held = rt.config.workerConcurrency * MESSAGES_PER_SEND_SLOT;
+      return consumeWorkQueue(rt.js, SEND_STREAM, sendConsumer(ch), held, handler, rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
+    }),
   );
 
   let lastPurge = 0;

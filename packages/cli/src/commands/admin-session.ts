@@ -32,7 +32,8 @@ export async function withAdminSession<T>(config: Config, fn: (s: AdminSession) 
         const nc = await connectNats(engines.natsUrl, 'ens-cli').catch(() => null);
         if (!nc) return;
         try {
-          await wakeCallbacks(await ensureTopology(nc), ids, logger);
+          await ensureTopology(nc);
+          wakeCallbacks(nc, ids, logger);
         } finally {
           await nc.drain().catch(() => {});
         }

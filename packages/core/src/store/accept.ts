@@ -1,6 +1,5 @@
-import type pg from 'pg';
 import type { Db } from '../db/pool.ts';
-import { Errors } from '../errors.ts';
+import { acceptBatcherFor } from './accept-batcher.ts';
 import type { Channel } from '../schemas/channel.ts';
 
 export interface AcceptInput {
@@ -25,42 +24,16 @@ export type AcceptOutcome =
   | { outcome: 'created'; responseBody: string }
   | { outcome: 'replay'; responseBody: string };
 
-function secondsToUtcMidnight(): number {
-  const now = new Date();
-  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-  return (next - now.getTime()) / 1000;
-}
-
 /**
- * Stores a handoff and all its deliveries atomically, keyed by (client, Idempotency-Key), in one
- * round trip (the `ens_accept` function). A concurrent duplicate blocks on the key's index entry
- * until the first commits and then gets the replay, so two sends can never both be created.
+ * Stores a handoff and all its deliveries atomically, keyed by (client, Idempotency-Key). Accepts
+ * arriving together share one statement and one transaction (see accept-batcher.ts); each keeps
+ * its own outcome. A concurrent duplicate blocks on the key's index entry until the first commits
+ * and then gets the replay, so two sends can never both be created. Throws the EnsError of a
+ * refused item: tenant not provisioned (400), quota exceeded (429), key reused with another body
+ * (422).
  */
-export async function acceptHandoff(db: Db, a: AcceptInput): Promise<AcceptOutcome> {
-  const counts = new Map<Channel, number>();
-  for (const d of a.deliveries) counts.set(d.channel, (counts.get(d.channel) ?? 0) + 1);
-  const quotaChannels = [...counts.keys()];
-  let res: pg.QueryResult<{ outcome: 'created' | 'replay'; response: string; request_hash: string }>;
-  try {
-    res = await db.query(
-      `SELECT * FROM ens_accept($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[], $12::text[], $13::text[], $14::text[], $15::int[], $16::int[])`,
-      [
-        a.clientId, a.idempotencyKey, a.requestHash, a.responseBody,
-        a.handoffId, a.tenant, a.eventType, a.reference, a.callbackUrl, JSON.stringify(a.messages),
-        a.deliveries.map((d) => d.id), a.deliveries.map((d) => d.channel), a.deliveries.map((d) => d.recipient),
-        quotaChannels, quotaChannels.map((c) => counts.get(c)!), quotaChannels.map((c) => a.quota(c)),
-      ],
-    );
-  } catch (e) {
-    const err = e as { code?: string; message?: string; detail?: string };
-    if (err.code === 'EN001') throw Errors.tenantNotProvisioned(a.tenant);
-    if (err.code === 'EN002') throw Errors.quotaExceeded(err.message ?? 'channel', Number(err.detail), secondsToUtcMidnight());
-    throw e;
-  }
-  const row = res.rows[0];
-  if (!row) throw new Error('ens_accept returned no row');
-  if (row.outcome === 'replay' && row.request_hash !== a.requestHash) throw Errors.idempotencyKeyReused();
-  return { outcome: row.outcome, responseBody: row.response };
+export function acceptHandoff(db: Db, a: AcceptInput): Promise<AcceptOutcome> {
+  return acceptBatcherFor(db).accept(a);
 }
 
 /** Deletes idempotency keys older than the retention; returns how many. */

@@ -1,4 +1,5 @@
 import type { Db } from '../db/pool.ts';
+import { Coalescer } from '../db/coalescer.ts';
 import { isoSql } from '../db/pool.ts';
 
 export interface ClaimedCallback {
@@ -24,51 +25,122 @@ export interface DeadLetter {
   updated_at: string;
 }
 
+export type CallbackClaim = ClaimedCallback | { miss: 'done' | 'leased' | 'missing' } | { miss: 'not_due'; dueInMs: number };
+
+export type PostResult = { ok: boolean; httpStatus?: number; error?: string };
+
+/*
+ * Claims and records are coalesced (see Coalescer): each post's handler awaits its own result,
+ * while the calls that arrive during a batch in flight go to PostgreSQL as one statement.
+ */
+const CLAIM_BATCH = 128;
+const RECORD_BATCH = 128;
+const IN_FLIGHT = 2;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const CLAIM_SQL = `
+UPDATE callbacks c SET lease_until = now() + x.lease_ms * interval '1 millisecond', attempts = c.attempts + 1, updated_at = now()
+  FROM unnest($1::uuid[], $2::float8[]) AS x(id, lease_ms)
+ WHERE c.id = x.id AND c.status = 'pending' AND c.next_attempt_at <= now() AND (c.lease_until IS NULL OR c.lease_until < now())
+RETURNING c.id, c.delivery_id, c.client_id, c.url, c.body, c.attempts, c.attempts - c.attempt_base AS in_round`;
+
+const CLAIM_MISS_SQL = `
+SELECT id, status, coalesce(lease_until > now(), false) AS leased,
+       greatest(0, extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS due_ms
+  FROM callbacks WHERE id = ANY($1::uuid[])`;
+
+const RECORD_SQL = `
+WITH u AS (
+  UPDATE callbacks c SET status = x.status, lease_until = NULL, last_error = x.error, updated_at = now(),
+         next_attempt_at = now() + coalesce(x.retry_ms, 0) * interval '1 millisecond'
+    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::float8[], $5::int[], $6::int[]) AS x(id, status, error, retry_ms, attempt, http_status)
+   WHERE c.id = x.id AND c.attempts = x.attempt
+  RETURNING c.id, x.attempt, x.http_status, x.error)
+INSERT INTO callback_attempts (callback_id, number, http_status, error)
+SELECT id, attempt, http_status, error FROM u`;
+
+interface ClaimRequest {
+  id: string;
+  leaseMs: number;
+}
+
+interface RecordRequest {
+  id: string;
+  status: 'delivered' | 'pending' | 'dead';
+  error: string | null;
+  retryInMs: number | null;
+  attempt: number;
+  httpStatus: number | null;
+}
+
 export class CallbackStore {
+  readonly #claims: Coalescer<ClaimRequest, CallbackClaim>;
+  readonly #records: Coalescer<RecordRequest, void>;
+
   /** @param leases a pool with asynchronous commit (see createAsyncCommitPool), for claims and attempt records */
   constructor(
     private readonly db: Db,
     private readonly leases: Db = db,
-  ) {}
+  ) {
+    this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), { maxBatch: CLAIM_BATCH, maxInFlight: IN_FLIGHT });
+    this.#records = new Coalescer((reqs) => this.#recordBatch(reqs), { maxBatch: RECORD_BATCH, maxInFlight: IN_FLIGHT });
+  }
 
-  /** Leases a due callback for one post; null when it is not due, leased elsewhere or finished. */
-  async claim(id: string, leaseMs: number): Promise<ClaimedCallback | { miss: 'done' | 'leased' | 'missing' } | { miss: 'not_due'; dueInMs: number }> {
-    const { rows } = await this.leases.query(
-      `UPDATE callbacks SET lease_until = now() + $2 * interval '1 millisecond', attempts = attempts + 1, updated_at = now()
-        WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
-       RETURNING id, delivery_id, client_id, url, body, attempts, attempts - attempt_base AS in_round`,
-      [id, leaseMs],
-    );
-    const r = rows[0];
-    if (r) return { id: r.id, deliveryId: r.delivery_id, clientId: r.client_id, url: r.url, body: r.body, attempt: r.attempts, attemptInRound: r.in_round };
-    const why = await this.db.query<{ status: string; leased: boolean; due_ms: number }>(
-      `SELECT status, coalesce(lease_until > now(), false) AS leased,
-              greatest(0, extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS due_ms FROM callbacks WHERE id = $1`,
-      [id],
-    );
-    const w = why.rows[0];
-    if (!w) return { miss: 'missing' };
-    if (w.status !== 'pending') return { miss: 'done' };
-    if (w.leased) return { miss: 'leased' };
-    return { miss: 'not_due', dueInMs: Math.ceil(w.due_ms) };
+  /** Leases a due callback for one post; a miss when it is not due, leased elsewhere or finished. */
+  claim(id: string, leaseMs: number): Promise<CallbackClaim> {
+    if (!UUID.test(id)) return Promise.resolve({ miss: 'missing' });
+    return this.#claims.call({ id: id.toLowerCase(), leaseMs });
+  }
+
+  async #claimBatch(reqs: ClaimRequest[]): Promise<CallbackClaim[]> {
+    const { rows } = await this.leases.query(CLAIM_SQL, [reqs.map((r) => r.id), reqs.map((r) => r.leaseMs)]);
+    const claimed = new Map<string, ClaimedCallback>();
+    for (const r of rows) {
+      claimed.set(r.id, { id: r.id, deliveryId: r.delivery_id, clientId: r.client_id, url: r.url, body: r.body, attempt: r.attempts, attemptInRound: r.in_round });
+    }
+    // Each claimed row goes to the first request that named it; any other request is a miss.
+    const out: (CallbackClaim | null)[] = reqs.map((r) => {
+      const c = claimed.get(r.id);
+      if (!c) return null;
+      claimed.delete(r.id);
+      return c;
+    });
+    const missed = reqs.filter((_, i) => out[i] === null).map((r) => r.id);
+    if (missed.length === 0) return out as CallbackClaim[];
+    const why = await this.db.query<{ id: string; status: string; leased: boolean; due_ms: number }>(CLAIM_MISS_SQL, [[...new Set(missed)]]);
+    const byId = new Map(why.rows.map((w) => [w.id, w]));
+    return out.map((o, i): CallbackClaim => {
+      if (o !== null) return o;
+      const w = byId.get(reqs[i]!.id);
+      if (!w) return { miss: 'missing' };
+      if (w.status !== 'pending') return { miss: 'done' };
+      if (w.leased) return { miss: 'leased' };
+      return { miss: 'not_due', dueInMs: Math.ceil(w.due_ms) };
+    });
   }
 
   /**
    * Records one post. `retryInMs` null means no retry is left: a failure then becomes a dead
    * letter that an operator can replay.
    */
-  async record(cb: ClaimedCallback, result: { ok: boolean; httpStatus?: number; error?: string }, retryInMs: number | null): Promise<'delivered' | 'pending' | 'dead'> {
+  async record(cb: ClaimedCallback, result: PostResult, retryInMs: number | null): Promise<'delivered' | 'pending' | 'dead'> {
     const status = result.ok ? 'delivered' : retryInMs === null ? 'dead' : 'pending';
-    await this.leases.query(
-      `WITH u AS (
-         UPDATE callbacks SET status = $2, lease_until = NULL, last_error = $3, updated_at = now(),
-                next_attempt_at = now() + coalesce($4, 0) * interval '1 millisecond'
-          WHERE id = $1 AND attempts = $5 RETURNING id)
-       INSERT INTO callback_attempts (callback_id, number, http_status, error)
-       SELECT $1, $5, $6, $3 FROM u`,
-      [cb.id, status, result.ok ? null : (result.error ?? 'failed'), retryInMs, cb.attempt, result.httpStatus ?? null],
-    );
+    await this.#records.call({
+      id: cb.id,
+      status,
+      error: result.ok ? null : (result.error ?? 'failed'),
+      retryInMs,
+      attempt: cb.attempt,
+      httpStatus: result.httpStatus ?? null,
+    });
     return status;
+  }
+
+  async #recordBatch(reqs: RecordRequest[]): Promise<void[]> {
+    const col = <K extends keyof RecordRequest>(k: K) => reqs.map((r) => r[k]);
+    await this.leases.query(RECORD_SQL, [col('id'), col('status'), col('error'), col('retryInMs'), col('attempt'), col('httpStatus')]);
+    return reqs.map(() => undefined);
   }
 
   async listDead(opts: { clientId?: string; limit: number }): Promise<DeadLetter[]> {

@@ -1,4 +1,5 @@
 import type { Db } from '../db/pool.ts';
+import { Coalescer } from '../db/coalescer.ts';
 import { inTransaction, isoSql } from '../db/pool.ts';
 import { newId } from '../ids.ts';
 import { serialiseCallback } from '../schemas/callback-payload.ts';
@@ -47,60 +48,122 @@ export interface StatusReport {
   error?: string;
 }
 
+/*
+ * Claims and finishes are coalesced (see Coalescer): the handlers of a work queue each await their
+ * own result, but the calls that arrive while a batch is in flight go to PostgreSQL together, as
+ * one statement and one transaction. Each row still gets exactly the transition it would get alone:
+ * the WHERE clauses are per row, so a batch is only a cheaper way to run the same updates.
+ */
+const CLAIM_BATCH = 128;
+const FINISH_BATCH = 128;
+const IN_FLIGHT = 2;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 const CLAIM_SQL = `
-WITH c AS (
+WITH x AS (
+  SELECT * FROM unnest($1::uuid[], $2::text[], $3::float8[]) AS x(id, provider, lease_ms)
+), c AS (
   -- No indexed column changes here, so the claim is a HOT update; the attempt's outcome restamps
-  -- the row for the feed.
-  UPDATE deliveries SET lease_until = now() + $2 * interval '1 millisecond', attempts = attempts + 1,
-         version = version + 1
-   WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
-  RETURNING id, version, attempts, client_id, handoff_id, tenant, event_type, reference, channel, recipient
+  -- the row for the feed. A row named twice in one batch is updated once (the later one then finds it leased).
+  UPDATE deliveries d SET lease_until = now() + x.lease_ms * interval '1 millisecond', attempts = d.attempts + 1,
+         version = d.version + 1
+    FROM x
+   WHERE d.id = x.id AND d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
+  RETURNING d.id, d.version, d.attempts, d.client_id, d.handoff_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, x.provider
 ), started AS (
-  INSERT INTO attempts (delivery_id, number, provider) SELECT id, attempts, $3 FROM c
+  INSERT INTO attempts (delivery_id, number, provider) SELECT id, attempts, provider FROM c
 ), lost AS (
-  UPDATE attempts SET outcome = 'lost', finished_at = now(), error = 'worker stopped during the attempt'
-   WHERE delivery_id = $1 AND outcome IS NULL AND EXISTS (SELECT 1 FROM c)
+  UPDATE attempts a SET outcome = 'lost', finished_at = now(), error = 'worker stopped during the attempt'
+    FROM c WHERE a.delivery_id = c.id AND a.outcome IS NULL
 )
-SELECT c.*, h.messages -> c.channel AS content, h.callback_url, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
+SELECT c.id, c.version, c.attempts, c.client_id, c.handoff_id, c.tenant, c.event_type, c.reference, c.channel, c.recipient,
+       h.messages -> c.channel AS content, h.callback_url, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
        (h.callback_url IS NOT NULL AND cl.callback_secret_enc IS NOT NULL) AS wants_callback
   FROM c JOIN handoffs h ON h.id = c.handoff_id
   JOIN clients cl ON cl.id = c.client_id
   LEFT JOIN tenants t ON t.client_id = c.client_id AND t.id = c.tenant`;
 
+const CLAIM_MISS_SQL = `
+SELECT id, status, greatest(0, extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS due_ms,
+       coalesce(lease_until > now(), false) AS leased
+  FROM deliveries WHERE id = ANY($1::uuid[])`;
+
 const FINISH_SQL = `
-WITH d AS (
-  UPDATE deliveries SET status = $3, provider = $4, provider_message_id = coalesce($5, provider_message_id),
-         sent_at = coalesce($6::timestamptz, sent_at), last_error = $7,
-         next_attempt_at = CASE WHEN $3 = 'pending' THEN now() + $8 * interval '1 millisecond' ELSE next_attempt_at END,
-         lease_until = NULL, version = version + 1, stamp_pending = true
-   WHERE id = $1 AND version = $2
-  RETURNING id
+WITH x AS (
+  SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::float8[],
+                       $9::text[], $10::int[], $11::uuid[], $12::text[], $13::text[], $14::text[])
+    AS x(id, version, status, provider, provider_message_id, sent_at, error, delay_ms, outcome, number, callback_id, client_id, url, body)
+), d AS (
+  -- Versioned per row: a result whose lease ran out (the version moved on) changes nothing.
+  UPDATE deliveries d SET status = x.status, provider = x.provider, provider_message_id = coalesce(x.provider_message_id, d.provider_message_id),
+         sent_at = coalesce(x.sent_at, d.sent_at), last_error = x.error,
+         next_attempt_at = CASE WHEN x.status = 'pending' THEN now() + x.delay_ms * interval '1 millisecond' ELSE d.next_attempt_at END,
+         lease_until = NULL, version = d.version + 1, stamp_pending = true
+    FROM x
+   WHERE d.id = x.id AND d.version = x.version
+  RETURNING d.id, x.version, x.outcome, x.number, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.body
 ), a AS (
-  UPDATE attempts SET outcome = $9, finished_at = now(), provider_message_id = $5, error = $7
-   WHERE delivery_id = $1 AND number = $10 AND EXISTS (SELECT 1 FROM d)
+  UPDATE attempts a SET outcome = d.outcome, finished_at = now(), provider_message_id = d.provider_message_id, error = d.error
+    FROM d WHERE a.delivery_id = d.id AND a.number = d.number
 ), cb AS (
   INSERT INTO callbacks (id, delivery_id, client_id, url, body)
-  SELECT $11, d.id, $12, $13, $14 FROM d WHERE $14::text IS NOT NULL
-  RETURNING id
+  SELECT callback_id, id, client_id, url, body FROM d WHERE body IS NOT NULL
 )
-SELECT (SELECT count(*) FROM d)::int AS updated, (SELECT id FROM cb) AS callback_id`;
+SELECT id, version FROM d`;
+
+interface ClaimRequest {
+  id: string;
+  provider: string;
+  leaseMs: number;
+}
+
+interface FinishRequest {
+  id: string;
+  version: number;
+  status: Transition['status'];
+  provider: string;
+  providerMessageId: string | null;
+  sentAt: string | null;
+  error: string | null;
+  delayMs: number;
+  attemptOutcome: string;
+  attempt: number;
+  callbackId: string | null;
+  clientId: string;
+  callbackUrl: string | null;
+  body: string | null;
+}
 
 export class DeliveryStore {
+  readonly #claims: Coalescer<ClaimRequest, ClaimedDelivery | ClaimMiss>;
+  readonly #finishes: Coalescer<FinishRequest, boolean>;
+
   /** @param leases a pool with asynchronous commit (see createAsyncCommitPool), used for claims only */
   constructor(
     private readonly db: Db,
     private readonly leases: Db = db,
-  ) {}
+  ) {
+    this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), { maxBatch: CLAIM_BATCH, maxInFlight: IN_FLIGHT });
+    this.#finishes = new Coalescer((reqs) => this.#finishBatch(reqs), { maxBatch: FINISH_BATCH, maxInFlight: IN_FLIGHT });
+  }
 
   /**
    * Takes a delivery for one attempt: bumps its attempt count and leases it for leaseMs. A
    * crashed worker's lease simply runs out, and its unfinished attempt is then marked `lost`.
    */
-  async claim(id: string, provider: string, leaseMs: number): Promise<ClaimedDelivery | ClaimMiss> {
-    const { rows } = await this.leases.query(CLAIM_SQL, [id, leaseMs, provider]);
-    const r = rows[0];
-    if (r) {
-      return {
+  claim(id: string, provider: string, leaseMs: number): Promise<ClaimedDelivery | ClaimMiss> {
+    // Not an id this service issues (a stray message on the subject): nothing to claim, and it must
+    // not fail the batch it would have joined.
+    if (!UUID.test(id)) return Promise.resolve({ reason: 'missing' });
+    return this.#claims.call({ id: id.toLowerCase(), provider, leaseMs });
+  }
+
+  async #claimBatch(reqs: ClaimRequest[]): Promise<(ClaimedDelivery | ClaimMiss)[]> {
+    const { rows } = await this.leases.query(CLAIM_SQL, [reqs.map((r) => r.id), reqs.map((r) => r.provider), reqs.map((r) => r.leaseMs)]);
+    const claimed = new Map<string, ClaimedDelivery>();
+    for (const r of rows) {
+      claimed.set(r.id, {
         id: r.id,
         version: r.version,
         attempt: r.attempts,
@@ -115,18 +178,27 @@ export class DeliveryStore {
         tenantSettings: r.tenant_settings,
         wantsCallback: r.wants_callback,
         callbackUrl: r.callback_url,
-      };
+      });
     }
-    const why = await this.db.query<{ status: string; due_ms: number; leased: boolean }>(
-      `SELECT status, greatest(0, extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS due_ms,
-              coalesce(lease_until > now(), false) AS leased FROM deliveries WHERE id = $1`,
-      [id],
-    );
-    const w = why.rows[0];
-    if (!w) return { reason: 'missing' };
-    if (w.status !== 'pending') return { reason: 'done' };
-    if (w.leased) return { reason: 'leased' };
-    return { reason: 'not_due', dueInMs: Math.ceil(w.due_ms) };
+    // Each claimed row goes to the first request that named it; any other request is a miss.
+    const out: (ClaimedDelivery | ClaimMiss | null)[] = reqs.map((r) => {
+      const c = claimed.get(r.id);
+      if (!c) return null;
+      claimed.delete(r.id);
+      return c;
+    });
+    const missed = reqs.filter((_, i) => out[i] === null).map((r) => r.id);
+    if (missed.length === 0) return out as ClaimedDelivery[];
+    const why = await this.db.query<{ id: string; status: string; due_ms: number; leased: boolean }>(CLAIM_MISS_SQL, [[...new Set(missed)]]);
+    const byId = new Map(why.rows.map((w) => [w.id, w]));
+    return out.map((o, i): ClaimedDelivery | ClaimMiss => {
+      if (o !== null) return o;
+      const w = byId.get(reqs[i]!.id);
+      if (!w) return { reason: 'missing' };
+      if (w.status !== 'pending') return { reason: 'done' };
+      if (w.leased) return { reason: 'leased' };
+      return { reason: 'not_due', dueInMs: Math.ceil(w.due_ms) };
+    });
   }
 
   /**
@@ -156,14 +228,35 @@ export class DeliveryStore {
       });
     }
     const callbackId = body === null ? null : newId();
-    const attemptOutcome = result.outcome === 'sent' ? 'sent' : result.kind;
-    const { rows } = await this.db.query<{ updated: number; callback_id: string | null }>(FINISH_SQL, [
-      d.id, d.version, status, result.provider, providerMessageId, sentAt, error,
-      result.outcome === 'retry' ? result.delayMs : 0, attemptOutcome, d.attempt,
-      callbackId, d.clientId, d.callbackUrl, body,
+    const updated = await this.#finishes.call({
+      id: d.id,
+      version: d.version,
+      status,
+      provider: result.provider,
+      providerMessageId,
+      sentAt,
+      error,
+      delayMs: result.outcome === 'retry' ? result.delayMs : 0,
+      attemptOutcome: result.outcome === 'sent' ? 'sent' : result.kind,
+      attempt: d.attempt,
+      callbackId,
+      clientId: d.clientId,
+      callbackUrl: d.callbackUrl,
+      body,
+    });
+    if (!updated) return null;
+    return { status, callbackId };
+  }
+
+  async #finishBatch(reqs: FinishRequest[]): Promise<boolean[]> {
+    const col = <K extends keyof FinishRequest>(k: K) => reqs.map((r) => r[k]);
+    const { rows } = await this.db.query<{ id: string; version: number }>(FINISH_SQL, [
+      col('id'), col('version'), col('status'), col('provider'), col('providerMessageId'), col('sentAt'), col('error'), col('delayMs'),
+      col('attemptOutcome'), col('attempt'), col('callbackId'), col('clientId'), col('callbackUrl'), col('body'),
     ]);
-    if (!rows[0] || rows[0].updated === 0) return null;
-    return { status, callbackId: rows[0].callback_id };
+    const done = new Set(rows.map((r) => `${r.id}/${r.version}`));
+    // A row named twice with the same version is updated once: only the first request counts it.
+    return reqs.map((r) => done.delete(`${r.id}/${r.version}`));
   }
 
   /**

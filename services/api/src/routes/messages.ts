@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import stringify from 'safe-stable-stringify';
@@ -70,8 +70,27 @@ async function storeImages(rt: Runtime, handoff: HandoffT, decoded: Map<number, 
   return byChannel;
 }
 
+/** SHA-256 in base64url, one-shot where Node has it (20.12+): no Hash object per request. */
+const sha256 = typeof crypto.hash === 'function'
+  ? (s: string) => crypto.hash('sha256', s, 'base64url')
+  : (s: string) => crypto.createHash('sha256').update(s).digest('base64url');
+
 /** POST /v2/messages — accept one handoff, store it and its deliveries, answer 202 pending. */
 export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
+  // Accepts committed together answer together: one feed wake-up serves them all.
+  let feedWakeQueued = false;
+  const wakeFeed = () => {
+    if (feedWakeQueued) return;
+    feedWakeQueued = true;
+    queueMicrotask(() => {
+      feedWakeQueued = false;
+      try {
+        rt.nc.publish(FEED_WAKE_SUBJECT);
+      } catch {
+        // Lossy by design: the feed role polls anyway.
+      }
+    });
+  };
   app.post<{ Body: HandoffT; Headers: { 'idempotency-key'?: string } }>(
     '/v2/messages',
     {
@@ -96,7 +115,7 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
         if (!checked.ok) throw Errors.validation(`Invalid body: /callback_url ${checked.detail}`, [{ path: '/callback_url', message: checked.detail }]);
         callbackUrl = checked.url.toString();
       }
-      const requestHash = createHash('sha256').update(stringify(handoff) ?? '').digest('base64url');
+      const requestHash = sha256(stringify(handoff) ?? '');
       const messages = await storeImages(rt, handoff, decodeImages(rt, handoff));
       const handoffId = newId();
       const deliveries = planned.map((p) => ({ id: newId(), channel: p.channel, recipient: p.recipient }));
@@ -126,7 +145,7 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
       if (result.outcome === 'created') {
         // After the commit: the 202 must not wait for JetStream, and a lost wake-up is re-sent by the sweeper.
         wakeSenders(rt.nc, deliveries, rt.logger);
-        rt.nc.publish(FEED_WAKE_SUBJECT);
+        wakeFeed();
         for (const d of deliveries) deliveriesAccepted.inc({ channel: d.channel });
       } else {
         reply.header('idempotent-replayed', 'true');
