@@ -1,6 +1,6 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, Slots, sweeperRequeued, wakeCallbacks,
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, Slots, SlotsClosedError, sweeperRequeued, wakeCallbacks,
   type CallbackClaim, type ClaimedCallback, type ClientRow, type PostResult, type Runtime,
 } from '@ens/core';
 import { closeCallbackConnections, postCallback } from './delivery/poster.ts';
@@ -67,22 +67,32 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: Slots) {
   return async (m: JsMsg): Promise<void> => {
     // A post slot is taken before the claim, so the lease starts only once the post can begin, and
     // given back when the post has answered: recording it does not hold one.
-    const posted = await slots.run(async (): Promise<Exclude<CallbackClaim, ClaimedCallback> | { claim: ClaimedCallback; result: PostResult; signed: boolean }> => {
-      const claim = await rt.callbacks.claim(m.string(), leaseMs);
-      if ('miss' in claim) return claim;
-      const rawBody = Buffer.from(claim.body, 'utf8');
-      const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
-      if ('error' in signing) return { claim, result: { ok: false, error: signing.error }, signed: false };
-      const out = await postCallback({
-        url: claim.url,
-        rawBody,
-        headers: signing.headers,
-        timeoutMs: rt.config.callbackTimeoutMs,
-        allowPrivate: rt.config.allowPrivateCallbacks,
+    let posted: Exclude<CallbackClaim, ClaimedCallback> | { claim: ClaimedCallback; result: PostResult; signed: boolean };
+    try {
+      posted = await slots.run(async () => {
+        const claim = await rt.callbacks.claim(m.string(), leaseMs);
+        if ('miss' in claim) return claim;
+        const rawBody = Buffer.from(claim.body, 'utf8');
+        const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
+        if ('error' in signing) return { claim, result: { ok: false, error: signing.error }, signed: false };
+        const out = await postCallback({
+          url: claim.url,
+          rawBody,
+          headers: signing.headers,
+          timeoutMs: rt.config.callbackTimeoutMs,
+          allowPrivate: rt.config.allowPrivateCallbacks,
+        });
+        const result = out.outcome === 'delivered' ? { ok: true, httpStatus: out.status } : { ok: false, httpStatus: out.status, error: out.error };
+        return { claim, result, signed: true };
       });
-      const result = out.outcome === 'delivered' ? { ok: true, httpStatus: out.status } : { ok: false, httpStatus: out.status, error: out.error };
-      return { claim, result, signed: true };
-    });
+    } catch (err) {
+      // The role is stopping: this wake-up was never claimed, so another process can take it now.
+      if (err instanceof SlotsClosedError) {
+        m.nak();
+        return;
+      }
+      throw err;
+    }
     if ('miss' in posted) {
       if (posted.miss === 'not_due') m.nak(posted.dueInMs);
       else m.ack();
@@ -108,7 +118,8 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: Slots) {
 export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   const directory = new ClientDirectory(rt.db, rt.clients);
   await directory.start();
-  const handler = postHandler(rt, directory, new Slots(CONCURRENCY));
+  const slots = new Slots(CONCURRENCY);
+  const handler = postHandler(rt, directory, slots);
   const consumer = await consumeWorkQueue(rt.js, CALLBACK_STREAM, CALLBACK_CONSUMER, CONCURRENCY * MESSAGES_PER_POST_SLOT, handler, rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
   const sweep = async () => {
     try {
@@ -126,6 +137,8 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   return {
     async stop() {
       clearInterval(timer);
+      // Posts under way finish; held wake-ups that have not started go back to the queue.
+      slots.close();
       await consumer.stop(rt.config.callbackTimeoutMs + 1000);
       await directory.close();
       await closeCallbackConnections();

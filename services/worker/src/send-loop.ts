@@ -1,7 +1,7 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
 import {
-  attemptsTotal, FEED_WAKE_SUBJECT, wakeCallbacks,
+  attemptsTotal, FEED_WAKE_SUBJECT, SlotsClosedError, wakeCallbacks,
   type AttemptResult, type Channel, type ClaimedDelivery, type ClaimMiss, type Runtime, type Slots,
 } from '@ens/core';
 import type { LoadedProvider } from './provider-loader.ts';
@@ -80,16 +80,26 @@ export function wakeFeed(nc: Runtime['nc']): void {
 export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvider, slots: Slots) {
   return async (m: JsMsg): Promise<void> => {
     const id = m.string();
-    const attempt = await slots.run(async (): Promise<ClaimMiss | { claim: ClaimedDelivery; result: AttemptResult }> => {
-      const claim = await rt.deliveries.claim(id, loaded.name, rt.config.leaseMs);
-      if ('reason' in claim) return claim;
-      try {
-        const sent = await withTimeout(loaded.provider.send(outbound(claim)), Math.min(MAX_SEND_TIMEOUT_MS, rt.config.leaseMs * SEND_SHARE_OF_LEASE));
-        return { claim, result: { outcome: 'sent', provider: loaded.name, providerMessageId: sent.providerMessageId } };
-      } catch (err) {
-        return { claim, result: decide(err, claim.attempt, rt.config.retryBackoffMs, loaded.name) };
+    let attempt: ClaimMiss | { claim: ClaimedDelivery; result: AttemptResult };
+    try {
+      attempt = await slots.run(async () => {
+        const claim = await rt.deliveries.claim(id, loaded.name, rt.config.leaseMs);
+        if ('reason' in claim) return claim;
+        try {
+          const sent = await withTimeout(loaded.provider.send(outbound(claim)), Math.min(MAX_SEND_TIMEOUT_MS, rt.config.leaseMs * SEND_SHARE_OF_LEASE));
+          return { claim, result: { outcome: 'sent', provider: loaded.name, providerMessageId: sent.providerMessageId } };
+        } catch (err) {
+          return { claim, result: decide(err, claim.attempt, rt.config.retryBackoffMs, loaded.name) };
+        }
+      });
+    } catch (err) {
+      // The worker is stopping: this wake-up was never claimed, so another worker can take it now.
+      if (err instanceof SlotsClosedError) {
+        m.nak();
+        return;
       }
-    });
+      throw err;
+    }
     if ('reason' in attempt) {
       if (attempt.reason === 'not_due') m.nak(attempt.dueInMs);
       else m.ack();

@@ -57,9 +57,10 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
 export async function startWorker(rt: Runtime): Promise<WorkerRole> {
   checkProviderConfig(rt.config.providers, rt.config.providerConfig);
   const providers = await loadProviders(rt.config.providers, (pkg) => rt.config.providerConfig[pkg], (name) => pluginContext(rt, name));
+  const sendSlots = CHANNELS.map(() => new Slots(rt.config.workerConcurrency));
   const loops = await Promise.all(
-    CHANNELS.map((ch) => {
-      const handler = sendHandler(rt, ch, providers.get(ch)!, new Slots(rt.config.workerConcurrency));
+    CHANNELS.map((ch, i) => {
+      const handler = sendHandler(rt, ch, providers.get(ch)!, sendSlots[i]!);
       const held = rt.config.workerConcurrency * MESSAGES_PER_SEND_SLOT;
       return consumeWorkQueue(rt.js, SEND_STREAM, sendConsumer(ch), held, handler, rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
     }),
@@ -89,6 +90,8 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
     providers,
     async stop() {
       clearInterval(timer);
+      // Sends under way finish; held wake-ups that have not started go back to the queue.
+      for (const s of sendSlots) s.close();
       await Promise.all(loops.map((l) => l.stop(10_000)));
       const closed = new Set<LoadedProvider>();
       for (const p of providers.values()) {

@@ -31,18 +31,23 @@ export type PostResult = { ok: boolean; httpStatus?: number; error?: string };
 
 /*
  * Claims and records are coalesced (see Coalescer): each post's handler awaits its own result,
- * while the calls that arrive during a batch in flight go to PostgreSQL as one statement.
+ * while the calls that arrive during a batch in flight go to PostgreSQL as one statement. The
+ * statements are named, so each connection plans them once.
  */
 const CLAIM_BATCH = 128;
 const RECORD_BATCH = 128;
-const IN_FLIGHT = 2;
+/** Both commit asynchronously (see createAsyncCommitPool): one batch at a time keeps batches large. */
+const IN_FLIGHT = 1;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const CLAIM_SQL = `
 UPDATE callbacks c SET lease_until = now() + x.lease_ms * interval '1 millisecond', attempts = c.attempts + 1, updated_at = now()
   FROM unnest($1::uuid[], $2::float8[]) AS x(id, lease_ms)
- WHERE c.id = x.id AND c.status = 'pending' AND c.next_attempt_at <= now() AND (c.lease_until IS NULL OR c.lease_until < now())
+ WHERE c.id = x.id
+   -- In a CASE so that rows are found by primary key, never by scanning callbacks_due (see the
+   -- delivery claim in deliveries.ts).
+   AND CASE WHEN c.status = 'pending' AND c.next_attempt_at <= now() AND (c.lease_until IS NULL OR c.lease_until < now()) THEN true ELSE false END
 RETURNING c.id, c.delivery_id, c.client_id, c.url, c.body, c.attempts, c.attempts - c.attempt_base AS in_round`;
 
 const CLAIM_MISS_SQL = `
@@ -94,7 +99,7 @@ export class CallbackStore {
   }
 
   async #claimBatch(reqs: ClaimRequest[]): Promise<CallbackClaim[]> {
-    const { rows } = await this.leases.query(CLAIM_SQL, [reqs.map((r) => r.id), reqs.map((r) => r.leaseMs)]);
+    const { rows } = await this.leases.query({ name: 'ens-claim-callbacks', text: CLAIM_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.leaseMs)] });
     const claimed = new Map<string, ClaimedCallback>();
     for (const r of rows) {
       claimed.set(r.id, { id: r.id, deliveryId: r.delivery_id, clientId: r.client_id, url: r.url, body: r.body, attempt: r.attempts, attemptInRound: r.in_round });
@@ -108,7 +113,7 @@ export class CallbackStore {
     });
     const missed = reqs.filter((_, i) => out[i] === null).map((r) => r.id);
     if (missed.length === 0) return out as CallbackClaim[];
-    const why = await this.db.query<{ id: string; status: string; leased: boolean; due_ms: number }>(CLAIM_MISS_SQL, [[...new Set(missed)]]);
+    const why = await this.db.query<{ id: string; status: string; leased: boolean; due_ms: number }>({ name: 'ens-claim-callbacks-missed', text: CLAIM_MISS_SQL, values: [[...new Set(missed)]] });
     const byId = new Map(why.rows.map((w) => [w.id, w]));
     return out.map((o, i): CallbackClaim => {
       if (o !== null) return o;
@@ -139,7 +144,7 @@ export class CallbackStore {
 
   async #recordBatch(reqs: RecordRequest[]): Promise<void[]> {
     const col = <K extends keyof RecordRequest>(k: K) => reqs.map((r) => r[k]);
-    await this.leases.query(RECORD_SQL, [col('id'), col('status'), col('error'), col('retryInMs'), col('attempt'), col('httpStatus')]);
+    await this.leases.query({ name: 'ens-record-callbacks', text: RECORD_SQL, values: [col('id'), col('status'), col('error'), col('retryInMs'), col('attempt'), col('httpStatus')] });
     return reqs.map(() => undefined);
   }
 

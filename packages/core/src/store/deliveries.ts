@@ -52,11 +52,18 @@ export interface StatusReport {
  * Claims and finishes are coalesced (see Coalescer): the handlers of a work queue each await their
  * own result, but the calls that arrive while a batch is in flight go to PostgreSQL together, as
  * one statement and one transaction. Each row still gets exactly the transition it would get alone:
- * the WHERE clauses are per row, so a batch is only a cheaper way to run the same updates.
+ * the WHERE clauses are per row, so a batch is only a cheaper way to run the same updates. The
+ * statements are named, so each connection plans them once (planning took about a fifth of their
+ * time in the bench).
  */
 const CLAIM_BATCH = 128;
 const FINISH_BATCH = 128;
-const IN_FLIGHT = 2;
+/*
+ * Claims commit asynchronously (no WAL flush to wait for), so one batch at a time keeps batches
+ * large. A finish waits for its commit to reach disk; a second batch in flight overlaps that wait.
+ */
+const CLAIMS_IN_FLIGHT = 1;
+const FINISHES_IN_FLIGHT = 2;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -66,10 +73,14 @@ WITH x AS (
 ), c AS (
   -- No indexed column changes here, so the claim is a HOT update; the attempt's outcome restamps
   -- the row for the feed. A row named twice in one batch is updated once (the later one then finds it leased).
+  -- The claimable test sits in a CASE so that the planner cannot use it to pick deliveries_due (a
+  -- partial index on pending rows): that index holds an entry for every row that was pending since
+  -- the last vacuum, and scanning it costs the whole backlog. Rows are found by primary key only.
   UPDATE deliveries d SET lease_until = now() + x.lease_ms * interval '1 millisecond', attempts = d.attempts + 1,
          version = d.version + 1
     FROM x
-   WHERE d.id = x.id AND d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
+   WHERE d.id = x.id
+     AND CASE WHEN d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) THEN true ELSE false END
   RETURNING d.id, d.version, d.attempts, d.client_id, d.handoff_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, x.provider
 ), started AS (
   INSERT INTO attempts (delivery_id, number, provider) SELECT id, attempts, provider FROM c
@@ -144,8 +155,8 @@ export class DeliveryStore {
     private readonly db: Db,
     private readonly leases: Db = db,
   ) {
-    this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), { maxBatch: CLAIM_BATCH, maxInFlight: IN_FLIGHT });
-    this.#finishes = new Coalescer((reqs) => this.#finishBatch(reqs), { maxBatch: FINISH_BATCH, maxInFlight: IN_FLIGHT });
+    this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), { maxBatch: CLAIM_BATCH, maxInFlight: CLAIMS_IN_FLIGHT });
+    this.#finishes = new Coalescer((reqs) => this.#finishBatch(reqs), { maxBatch: FINISH_BATCH, maxInFlight: FINISHES_IN_FLIGHT });
   }
 
   /**
@@ -160,7 +171,7 @@ export class DeliveryStore {
   }
 
   async #claimBatch(reqs: ClaimRequest[]): Promise<(ClaimedDelivery | ClaimMiss)[]> {
-    const { rows } = await this.leases.query(CLAIM_SQL, [reqs.map((r) => r.id), reqs.map((r) => r.provider), reqs.map((r) => r.leaseMs)]);
+    const { rows } = await this.leases.query({ name: 'ens-claim-deliveries', text: CLAIM_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.provider), reqs.map((r) => r.leaseMs)] });
     const claimed = new Map<string, ClaimedDelivery>();
     for (const r of rows) {
       claimed.set(r.id, {
@@ -189,7 +200,7 @@ export class DeliveryStore {
     });
     const missed = reqs.filter((_, i) => out[i] === null).map((r) => r.id);
     if (missed.length === 0) return out as ClaimedDelivery[];
-    const why = await this.db.query<{ id: string; status: string; due_ms: number; leased: boolean }>(CLAIM_MISS_SQL, [[...new Set(missed)]]);
+    const why = await this.db.query<{ id: string; status: string; due_ms: number; leased: boolean }>({ name: 'ens-claim-deliveries-missed', text: CLAIM_MISS_SQL, values: [[...new Set(missed)]] });
     const byId = new Map(why.rows.map((w) => [w.id, w]));
     return out.map((o, i): ClaimedDelivery | ClaimMiss => {
       if (o !== null) return o;
@@ -250,10 +261,14 @@ export class DeliveryStore {
 
   async #finishBatch(reqs: FinishRequest[]): Promise<boolean[]> {
     const col = <K extends keyof FinishRequest>(k: K) => reqs.map((r) => r[k]);
-    const { rows } = await this.db.query<{ id: string; version: number }>(FINISH_SQL, [
-      col('id'), col('version'), col('status'), col('provider'), col('providerMessageId'), col('sentAt'), col('error'), col('delayMs'),
-      col('attemptOutcome'), col('attempt'), col('callbackId'), col('clientId'), col('callbackUrl'), col('body'),
-    ]);
+    const { rows } = await this.db.query<{ id: string; version: number }>({
+      name: 'ens-finish-deliveries',
+      text: FINISH_SQL,
+      values: [
+        col('id'), col('version'), col('status'), col('provider'), col('providerMessageId'), col('sentAt'), col('error'), col('delayMs'),
+        col('attemptOutcome'), col('attempt'), col('callbackId'), col('clientId'), col('callbackUrl'), col('body'),
+      ],
+    });
     const done = new Set(rows.map((r) => `${r.id}/${r.version}`));
     // A row named twice with the same version is updated once: only the first request counts it.
     return reqs.map((r) => done.delete(`${r.id}/${r.version}`));
