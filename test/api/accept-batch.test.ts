@@ -26,8 +26,10 @@ t.test('concurrent accepts', async (t) => {
     const a = await svc.createClient();
     const b = await svc.createClient();
     const quota = await svc.createClient();
-    for (const c of [a, b, quota]) await svc.tenant(c, 'acme');
+    // The quota is set before the client's first request, so no API process has cached the client
+    // without it (a later change reaches the cache by NOTIFY, a moment after it commits).
     t.ok(await svc.rt.clients.setLimits(quota.clientId, { dailyQuota: { sms: 3 } }));
+    for (const c of [a, b, quota]) await svc.tenant(c, 'acme');
     t.equal((await svc.send(quota, smsHandoff('acme', ['+15551250001', '+15551250002']))).status, 202, 'two of three sms used before the burst');
 
     // Earlier sends that the burst replays.
