@@ -1,6 +1,6 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, Slots, SlotsClosedError, sweeperRequeued, wakeCallbacks,
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, runInSlotOrRequeue, Slots, sweeperRequeued, wakeCallbacks,
   type CallbackClaim, type ClaimedCallback, type ClientRow, type PostResult, type Runtime,
 } from '@ens/core';
 import { closeCallbackConnections, postCallback } from './delivery/poster.ts';
@@ -67,9 +67,10 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: Slots) {
   return async (m: JsMsg): Promise<void> => {
     // A post slot is taken before the claim, so the lease starts only once the post can begin, and
     // given back when the post has answered: recording it does not hold one.
-    let posted: Exclude<CallbackClaim, ClaimedCallback> | { claim: ClaimedCallback; result: PostResult; signed: boolean };
-    try {
-      posted = await slots.run(async () => {
+    const posted = await runInSlotOrRequeue(
+      slots,
+      m,
+      async (): Promise<Exclude<CallbackClaim, ClaimedCallback> | { claim: ClaimedCallback; result: PostResult; signed: boolean }> => {
         const claim = await rt.callbacks.claim(m.string(), leaseMs);
         if ('miss' in claim) return claim;
         const rawBody = Buffer.from(claim.body, 'utf8');
@@ -85,14 +86,7 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: Slots) {
         const result = out.outcome === 'delivered' ? { ok: true, httpStatus: out.status } : { ok: false, httpStatus: out.status, error: out.error };
         return { claim, result, signed: true };
       });
-    } catch (err) {
-      // The role is stopping: this wake-up was never claimed, so another process can take it now.
-      if (err instanceof SlotsClosedError) {
-        m.nak();
-        return;
-      }
-      throw err;
-    }
+    if (posted === undefined) return;
     if ('miss' in posted) {
       if (posted.miss === 'not_due') m.nak(posted.dueInMs);
       else m.ack();

@@ -1,7 +1,7 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
 import {
-  attemptsTotal, FEED_WAKE_SUBJECT, SlotsClosedError, wakeCallbacks,
+  attemptsTotal, FEED_WAKE_SUBJECT, runInSlotOrRequeue, wakeCallbacks,
   type AttemptResult, type Channel, type ClaimedDelivery, type ClaimMiss, type Runtime, type Slots,
 } from '@ens/core';
 import type { LoadedProvider } from './provider-loader.ts';
@@ -80,9 +80,7 @@ export function wakeFeed(nc: Runtime['nc']): void {
 export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvider, slots: Slots) {
   return async (m: JsMsg): Promise<void> => {
     const id = m.string();
-    let attempt: ClaimMiss | { claim: ClaimedDelivery; result: AttemptResult };
-    try {
-      attempt = await slots.run(async () => {
+    const attempt = await runInSlotOrRequeue(slots, m, async (): Promise<ClaimMiss | { claim: ClaimedDelivery; result: AttemptResult }> => {
         const claim = await rt.deliveries.claim(id, loaded.name, rt.config.leaseMs);
         if ('reason' in claim) return claim;
         try {
@@ -92,14 +90,7 @@ export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvide
           return { claim, result: decide(err, claim.attempt, rt.config.retryBackoffMs, loaded.name) };
         }
       });
-    } catch (err) {
-      // The worker is stopping: this wake-up was never claimed, so another worker can take it now.
-      if (err instanceof SlotsClosedError) {
-        m.nak();
-        return;
-      }
-      throw err;
-    }
+    if (attempt === undefined) return;
     if ('reason' in attempt) {
       if (attempt.reason === 'not_due') m.nak(attempt.dueInMs);
       else m.ack();

@@ -1,5 +1,6 @@
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import { SlotsClosedError, type Slots } from '../slots.ts';
 
 export interface WorkQueueConsumer {
   /** Stops taking messages and waits up to timeoutMs for handlers in flight. */
@@ -81,4 +82,21 @@ export async function consumeWorkQueue(
       await Promise.race([Promise.allSettled([...inFlight]), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
     },
   };
+}
+
+/**
+ * Runs fn in one of the role's slots. When the role is stopping (slots closed) the wake-up was
+ * never claimed, so it goes straight back to the queue for another process, and this returns
+ * undefined.
+ */
+export async function runInSlotOrRequeue<T>(slots: Slots, m: JsMsg, fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await slots.run(fn);
+  } catch (err) {
+    if (err instanceof SlotsClosedError) {
+      m.nak();
+      return undefined;
+    }
+    throw err;
+  }
 }
