@@ -1,6 +1,44 @@
 import type { TSchema } from 'typebox';
 
 export type Channel = 'sms' | 'email' | 'push' | 'whatsapp';
+export const CHANNELS: readonly Channel[] = ['sms', 'email', 'push', 'whatsapp'];
+
+/** The kinds of device a push provider can reach; a device is registered with one of them. */
+export type PushPlatform = 'fcm' | 'apns' | 'webpush';
+export const PUSH_PLATFORMS: readonly PushPlatform[] = ['fcm', 'apns', 'webpush'];
+
+/** A browser's PushSubscription, as `subscription.toJSON()` gives it. */
+export interface WebPushSubscription {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+/** One device of the push recipient, from the tenant's device registry. */
+export interface PushDevice {
+  /** The registration token (FCM), device token (APNs) or the caller's id for a web subscription. */
+  token: string;
+  platform: PushPlatform;
+  /** For webpush: where and how to encrypt to. */
+  subscription: WebPushSubscription | null;
+}
+
+/**
+ * The per-tenant settings that bundled plugins read, set through the tenants API. Each overrides
+ * the plugin's default of the same meaning; a third-party plugin may read keys of its own.
+ */
+export interface TenantSettings {
+  /** sms: the sender id or number messages come from. */
+  sender_id?: string;
+  /** email: the From address. */
+  from_address?: string;
+  /** email: the From display name. */
+  from_name?: string;
+  /** whatsapp: the Cloud API phone number id to send from. */
+  whatsapp_phone_number_id?: string;
+  /** push: which of the plugin's configured apps (FCM project, APNs topic, VAPID identity) to use. */
+  push_app?: string;
+  [key: string]: unknown;
+}
 
 /** The version of this contract; plugins declare the range they support in `sdk`. */
 export const SDK_VERSION = '1.0.0';
@@ -15,7 +53,7 @@ export interface OutboundMessage {
   recipient: string;
   tenant: string;
   /** Per-tenant settings (sender id, from address…) that override the plugin's defaults. */
-  tenantSettings: Readonly<Record<string, unknown>>;
+  tenantSettings: Readonly<TenantSettings>;
   eventType: string;
   reference: string | null;
   /**
@@ -23,6 +61,12 @@ export interface OutboundMessage {
    * `data`; read their bytes with `context.media.get(storage_key)`.
    */
   content: Readonly<Record<string, unknown>>;
+  /**
+   * push, for plugins that declare `pushPlatforms`: the one device this send goes to. ENS reads
+   * the user's devices from its registry, sends to each through the provider of its platform, and
+   * counts the delivery sent when at least one device accepted it.
+   */
+  device?: PushDevice;
 }
 
 export interface SendResult {
@@ -53,10 +97,37 @@ export interface PluginContext {
 }
 
 /** An HTTP route a provider mounts for inbound webhooks, under /webhooks/<plugin name>/. */
+export interface WebhookRequest {
+  /** Header names are lower case. */
+  headers: Record<string, string | string[] | undefined>;
+  query: Record<string, string>;
+  /** The body exactly as received: signatures are computed over these bytes. */
+  rawBody: Buffer;
+  /**
+   * The URL the request was made to, as ENS saw it (scheme, host and path with query). Behind a
+   * proxy it may differ from the public URL the provider signed; plugins whose signature covers
+   * the URL (Twilio) take the public URL from their configuration.
+   */
+  url: string;
+}
+
+export interface WebhookResponse {
+  status: number;
+  /** A string or Buffer is sent as is; anything else as JSON. */
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * An HTTP route a provider mounts for inbound webhooks, served by the API role at
+ * /webhooks/<plugin name><path>. Authenticity is the plugin's job (provider signatures): ENS
+ * applies no client authentication to these routes.
+ */
 export interface WebhookRoute {
   method: 'GET' | 'POST';
+  /** Starts with '/'; '' for the plugin's root is not allowed. */
   path: string;
-  handler(req: { headers: Record<string, string | string[] | undefined>; query: Record<string, string>; rawBody: Buffer; body: unknown }): Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>;
+  handler(req: WebhookRequest): Promise<WebhookResponse>;
 }
 
 export interface Provider {
@@ -74,6 +145,12 @@ export interface ProviderPlugin<Config = unknown> {
   /** Semver range of SDK_VERSION this plugin works with, e.g. "^1.0.0". */
   sdk: string;
   configSchema: TSchema;
+  /**
+   * For push plugins that send to devices: the device platforms this plugin reaches. With it, the
+   * plugin gets one `device` per send from ENS's device registry; without it (the sandbox), push
+   * sends go to the user id once, as for any other channel.
+   */
+  pushPlatforms?: readonly PushPlatform[];
   create(config: Config, context: PluginContext): Provider | Promise<Provider>;
 }
 

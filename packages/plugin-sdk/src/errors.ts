@@ -9,12 +9,15 @@ export class ProviderError extends Error {
   readonly ensErrorKind: ProviderErrorKind;
   /** For rate_limited: the provider's hint of when to try again, in ms. */
   readonly retryAfterMs: number | undefined;
+  /** push: the device token is dead (uninstalled app, expired subscription); ENS unregisters it. */
+  readonly deviceGone: boolean;
 
-  constructor(kind: ProviderErrorKind, message: string, opts: { retryAfterMs?: number; cause?: unknown } = {}) {
+  constructor(kind: ProviderErrorKind, message: string, opts: { retryAfterMs?: number; cause?: unknown; deviceGone?: boolean } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'ProviderError';
     this.ensErrorKind = kind;
     this.retryAfterMs = opts.retryAfterMs;
+    this.deviceGone = opts.deviceGone ?? false;
   }
 }
 
@@ -28,16 +31,28 @@ export const permanentError = (message: string, cause?: unknown): ProviderError 
 export const rateLimitedError = (message: string, retryAfterMs?: number, cause?: unknown): ProviderError =>
   new ProviderError('rate_limited', message, { retryAfterMs, cause });
 
+/** push: the provider says this device token no longer exists; a permanent failure for that device. */
+export const deviceGoneError = (message: string, cause?: unknown): ProviderError =>
+  new ProviderError('permanent', message, { cause, deviceGone: true });
+
 /**
  * Reads the classification off any thrown value. Anything unclassified is transient: an
  * unexpected exception must never turn into a silent permanent failure.
  */
-export function classifyError(e: unknown): { kind: ProviderErrorKind; message: string; retryAfterMs: number | undefined } {
+export interface ErrorClass {
+  kind: ProviderErrorKind;
+  message: string;
+  retryAfterMs: number | undefined;
+  deviceGone: boolean;
+}
+
+export function classifyError(e: unknown): ErrorClass {
   if (e !== null && typeof e === 'object' && 'ensErrorKind' in e) {
     const pe = e as ProviderError;
     if (pe.ensErrorKind === 'transient' || pe.ensErrorKind === 'permanent' || pe.ensErrorKind === 'rate_limited') {
-      return { kind: pe.ensErrorKind, message: String(pe.message), retryAfterMs: pe.retryAfterMs };
+      const retryAfterMs = typeof pe.retryAfterMs === 'number' && Number.isFinite(pe.retryAfterMs) ? pe.retryAfterMs : undefined;
+      return { kind: pe.ensErrorKind, message: String(pe.message), retryAfterMs, deviceGone: pe.deviceGone === true };
     }
   }
-  return { kind: 'transient', message: e instanceof Error ? e.message : String(e), retryAfterMs: undefined };
+  return { kind: 'transient', message: e instanceof Error ? e.message : String(e), retryAfterMs: undefined, deviceGone: false };
 }

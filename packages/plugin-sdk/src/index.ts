@@ -1,2 +1,3 @@
 export * from './contract.ts';
 export * from './errors.ts';
+export * from './plugin-shape.ts';

@@ -1,0 +1,4 @@
+export type { ConformanceFixture, ConformanceTarget, WebhookCase } from './fixture.ts';
+export { recordingContext, type RecordingContext } from './recording-context.ts';
+export { runConformance, type CheckResult } from './run.ts';
+export { conformanceTest, type TapLike } from './tap.ts';

@@ -1,0 +1,246 @@
+import type { OutboundMessage, Provider, ProviderPlugin, WebhookRoute } from '../contract.ts';
+import { classifyError, type ProviderErrorKind } from '../errors.ts';
+import { checkConfig, checkPlugin } from '../plugin-shape.ts';
+import type { ConformanceFixture, ConformanceTarget, WebhookCase } from './fixture.ts';
+import { recordingContext, type RecordingContext } from './recording-context.ts';
+
+export interface CheckResult {
+  name: string;
+  ok: boolean;
+  /** Why it failed, in words an author can act on. */
+  detail?: string;
+  /** A check the fixture gave nothing to run with. */
+  skipped?: boolean;
+}
+
+type Check = (name: string, fn: () => Promise<void> | void) => Promise<boolean>;
+
+class Fail extends Error {}
+const must = (cond: unknown, detail: string): void => {
+  if (!cond) throw new Fail(detail);
+};
+
+async function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  try {
+    return { ok: true, value: await p };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+const ROUTE_PATH = /^\/[A-Za-z0-9._~\-/]*$/;
+
+/**
+ * Runs the conformance checks over a plugin module: the shape ENS's loader requires always, and,
+ * with a fixture, the behaviour (a send is accepted, each failure is classified, webhooks refuse
+ * forgeries and report genuine updates, close is clean). Never throws: every problem is a result.
+ */
+export async function runConformance(pkg: string, mod: unknown, fixture?: ConformanceFixture): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  const check: Check = async (name, fn) => {
+    try {
+      await fn();
+      results.push({ name, ok: true });
+      return true;
+    } catch (e) {
+      results.push({ name, ok: false, detail: e instanceof Fail ? e.message : `threw: ${(e as Error)?.stack ?? String(e)}` });
+      return false;
+    }
+  };
+  const skip = (name: string, why: string) => results.push({ name, ok: true, skipped: true, detail: why });
+
+  let plugin: ProviderPlugin | undefined;
+  await check('default export is a plugin ENS can load (name, channels, sdk range, configSchema, create)', () => {
+    plugin = checkPlugin(pkg, mod);
+  });
+  if (!plugin) return results;
+  const p = plugin;
+
+  await check('configSchema refuses a setting it does not know (typos must stop the start)', () => {
+    let refused = false;
+    try {
+      checkConfig(pkg, p, { ensConformanceUnknownSetting: true });
+    } catch {
+      refused = true;
+    }
+    must(refused, 'a config with an unknown key passed the schema; declare the schema with additionalProperties: false');
+  });
+
+  if (!fixture) {
+    skip('behaviour checks', 'the package has no ./conformance export with a fixture');
+    return results;
+  }
+
+  let target: ConformanceTarget | undefined;
+  if (!(await check('fixture starts', async () => void (target = await fixture.start())))) return results;
+  const tg = target!;
+  try {
+    await behaviour(pkg, p, tg, check, skip);
+  } finally {
+    await check('fixture stops', () => tg.stop());
+  }
+  return results;
+}
+
+async function behaviour(pkg: string, plugin: ProviderPlugin, tg: ConformanceTarget, check: Check, skip: (n: string, why: string) => void): Promise<void> {
+  let config: unknown;
+  await check("configSchema accepts the fixture's configuration", () => {
+    config = checkConfig(pkg, plugin, tg.config);
+  });
+  if (config === undefined) return;
+  if (tg.invalidConfig !== undefined) {
+    await check('configSchema refuses the invalid configuration with a message naming the field', () => {
+      let msg = '';
+      try {
+        checkConfig(pkg, plugin, tg.invalidConfig);
+      } catch (e) {
+        msg = (e as Error).message;
+      }
+      must(msg !== '', 'the invalid configuration passed the schema');
+      must(/config \//.test(msg), `the refusal does not name a field: ${msg}`);
+    });
+  } else skip('configSchema refuses an invalid configuration', 'the fixture gives no invalidConfig');
+
+  const ctx = recordingContext(tg.media);
+  let provider: Provider | undefined;
+  if (!(await check('create(config, context) gives a provider with send()', async () => {
+    provider = await plugin.create(config, ctx);
+    must(provider && typeof provider.send === 'function', 'the created provider has no send function');
+  }))) return;
+  const pv = provider!;
+
+  await check('routes are well formed (GET or POST, a path from /, no duplicates)', () => {
+    const seen = new Set<string>();
+    for (const r of pv.routes ?? []) {
+      must(r.method === 'GET' || r.method === 'POST', `route ${r.path}: method ${String(r.method)} is not GET or POST`);
+      must(typeof r.path === 'string' && ROUTE_PATH.test(r.path), `route path ${String(r.path)} must start with / and hold only URL path characters`);
+      must(typeof r.handler === 'function', `route ${r.method} ${r.path} has no handler`);
+      must(!seen.has(`${r.method} ${r.path}`), `route ${r.method} ${r.path} is declared twice`);
+      seen.add(`${r.method} ${r.path}`);
+    }
+  });
+
+  const needsDevice = plugin.pushPlatforms !== undefined;
+  const sendCheck = (m: OutboundMessage) => {
+    if (needsDevice && m.channel === 'push') must(m.device, 'the plugin declares pushPlatforms, so each push send in the fixture must carry a device');
+  };
+
+  let acceptedId: string | undefined;
+  await check('an accepted send resolves with the provider message id', async () => {
+    sendCheck(tg.sends.accepted);
+    const r = await pv.send(tg.sends.accepted);
+    must(r && typeof r.providerMessageId === 'string' && r.providerMessageId.length > 0, `send resolved with ${JSON.stringify(r)}, not { providerMessageId: non-empty string }`);
+    must(r.providerMessageId.length <= 512, 'the provider message id is longer than 512 characters');
+    acceptedId = r.providerMessageId;
+  });
+
+  const failures: [keyof ConformanceTarget['sends'], ProviderErrorKind, string][] = [
+    ['transient', 'transient', 'a provider outage is a transient error (retried)'],
+    ['permanent', 'permanent', "a refusal is a permanent error carrying the provider's reason"],
+    ['rateLimited', 'rate_limited', 'a throttling answer is a rate-limited error'],
+    ['deviceGone', 'permanent', 'a dead device token is a permanent error marked deviceGone'],
+  ];
+  for (const [key, kind, name] of failures) {
+    const m = tg.sends[key];
+    if (!m) {
+      skip(name, `the fixture gives no ${key} send`);
+      continue;
+    }
+    await check(name, async () => {
+      sendCheck(m);
+      const r = await settle(pv.send(m));
+      must(!r.ok, `send resolved (${JSON.stringify(r.ok && r.value)}) where the provider refused`);
+      const err = (r as { error: unknown }).error;
+      must(err !== null && typeof err === 'object' && 'ensErrorKind' in err, `threw an unclassified ${(err as Error)?.name ?? typeof err}: ${String((err as Error)?.message ?? err)}; throw transientError/permanentError/rateLimitedError from @ens/plugin-sdk`);
+      const c = classifyError(err);
+      must(c.kind === kind, `classified ${c.kind}, expected ${kind} (${c.message})`);
+      must(c.message.trim().length > 0, 'the error has no message; it becomes last_error, so say what the provider said');
+      if (key === 'deviceGone') must(c.deviceGone, 'the error is not marked deviceGone; throw deviceGoneError so ENS unregisters the token');
+      if (key === 'rateLimited' && tg.rateLimitHintMs !== undefined) {
+        must(c.retryAfterMs === tg.rateLimitHintMs, `retryAfterMs is ${String(c.retryAfterMs)}, the provider hinted ${tg.rateLimitHintMs}`);
+      }
+    });
+  }
+
+  if (pv.checkCredentials) {
+    await check('checkCredentials() resolves with good credentials', () => pv.checkCredentials!());
+    if (tg.wrongCredentials !== undefined) {
+      await check('checkCredentials() rejects wrong credentials', async () => {
+        const wrong = await plugin.create(checkConfig(pkg, plugin, tg.wrongCredentials), recordingContext());
+        try {
+          const r = await settle(wrong.checkCredentials!());
+          must(!r.ok, 'checkCredentials() resolved with wrong credentials');
+        } finally {
+          await wrong.close?.();
+        }
+      });
+    } else skip('checkCredentials() rejects wrong credentials', 'the fixture gives no wrongCredentials');
+  } else skip('checkCredentials()', 'the provider has none (optional)');
+
+  if (tg.expectReport && acceptedId) {
+    const want = tg.expectReport;
+    await check(`reports ${want.status} for the accepted send by itself`, async () => {
+      const u = await ctx.waitForReport((x) => x.providerMessageId === acceptedId && x.status === want.status, want.withinMs);
+      must(u, `no ${want.status} report for ${acceptedId} within ${want.withinMs} ms`);
+      must(u!.at instanceof Date && !Number.isNaN(u!.at.getTime()), 'the report has no valid `at` date');
+    });
+  }
+
+  if (tg.webhooks && acceptedId) await webhookChecks(plugin.name, pv, tg.webhooks(acceptedId), ctx, acceptedId, check);
+  else if ((pv.routes ?? []).length > 0) skip('webhooks', 'the provider has routes but the fixture gives no webhook cases');
+
+  await check('close() resolves, and again when called twice', async () => {
+    await pv.close?.();
+    await pv.close?.();
+  });
+}
+
+function findRoute(routes: readonly WebhookRoute[], c: WebhookCase): WebhookRoute | undefined {
+  const path = c.path.split('?')[0];
+  return routes.find((r) => r.method === c.method && r.path === path);
+}
+
+async function invoke(pluginName: string, route: WebhookRoute, c: WebhookCase) {
+  const q = new URLSearchParams(c.path.includes('?') ? c.path.slice(c.path.indexOf('?') + 1) : '');
+  const body = c.body === undefined ? Buffer.alloc(0) : Buffer.isBuffer(c.body) ? c.body : Buffer.from(c.body);
+  return route.handler({
+    headers: Object.fromEntries(Object.entries(c.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
+    query: Object.fromEntries(q),
+    rawBody: body,
+    url: c.url ?? `http://ens.test/webhooks/${pluginName}${c.path}`,
+  });
+}
+
+async function webhookChecks(
+  pluginName: string, pv: Provider, cases: { genuine: WebhookCase[]; forged: WebhookCase[] }, ctx: RecordingContext, acceptedId: string, check: Check,
+): Promise<void> {
+  const routes = pv.routes ?? [];
+  for (const [i, c] of cases.forged.entries()) {
+    await check(`forged webhook ${i + 1} (${c.method} ${c.path.split('?')[0]}) is refused with 4xx and reports nothing`, async () => {
+      const route = findRoute(routes, c);
+      must(route, `no route ${c.method} ${c.path}`);
+      const before = ctx.reports.length;
+      const res = await invoke(pluginName, route!, c);
+      must(res.status >= 400 && res.status < 500, `answered ${res.status}`);
+      must(ctx.reports.length === before, 'a forged request produced a status report');
+    });
+  }
+  for (const [i, c] of cases.genuine.entries()) {
+    await check(`genuine webhook ${i + 1} (${c.method} ${c.path.split('?')[0]}) is answered 2xx${c.report ? ` and reports ${c.report.status}` : ''}`, async () => {
+      const route = findRoute(routes, c);
+      must(route, `no route ${c.method} ${c.path}`);
+      const before = ctx.reports.length;
+      const res = await invoke(pluginName, route!, c);
+      must(res.status >= 200 && res.status < 300, `answered ${res.status} ${JSON.stringify(res.body)}`);
+      if (c.responseBody !== undefined) must(String(res.body) === c.responseBody, `answered ${JSON.stringify(res.body)}, expected ${JSON.stringify(c.responseBody)}`);
+      if (c.report) {
+        const u = ctx.reports.slice(before).find((x) => x.status === c.report!.status);
+        must(u, `no ${c.report.status} report (reports: ${JSON.stringify(ctx.reports.slice(before))})`);
+        must(u!.providerMessageId === (c.report.providerMessageId ?? acceptedId), `reported for ${u!.providerMessageId}, expected ${c.report.providerMessageId ?? acceptedId}`);
+        must(u!.at instanceof Date && !Number.isNaN(u!.at.getTime()), 'the report has no valid `at` date');
+        if (c.report.error !== undefined) must(u!.error === c.report.error, `error ${JSON.stringify(u!.error)}, expected ${JSON.stringify(c.report.error)}`);
+        if (c.report.status === 'failed') must(typeof u!.error === 'string' && u!.error.length > 0, "a failed report carries no error; it becomes last_error");
+      }
+    });
+  }
+}
