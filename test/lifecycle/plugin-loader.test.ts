@@ -34,11 +34,14 @@ function goodPlugin(over: Record<string, unknown> = {}): { default: Record<strin
 }
 
 const allTo = (pkg: string): Record<Channel, string> => ({ sms: pkg, email: pkg, push: pkg, whatsapp: pkg });
+/** One provider per channel, as ENS_PROVIDERS without fail-over gives. */
+const lists = (byChannel: Record<Channel, string>): Record<Channel, string[]> =>
+  Object.fromEntries(Object.entries(byChannel).map(([ch, pkg]) => [ch, [pkg]])) as Record<Channel, string[]>;
 
 /** Runs loadProviders with in-memory modules instead of real packages. */
 function load(modules: Record<string, unknown>, byChannel: Record<Channel, string>, config: Record<string, unknown> = {}) {
   return loadProviders(
-    byChannel,
+    lists(byChannel),
     (pkg) => config[pkg],
     () => context,
     async (pkg) => {
@@ -141,10 +144,10 @@ t.test('loadProviders creates one provider per package, shared by its channels, 
   );
   t.equal(seen.length, 1, 'create is called once for the package');
   t.same(seen[0], { apiKey: 'k', region: 'eu' }, 'schema defaults fill in the config');
-  t.equal(loaded.get('sms'), loaded.get('email'), 'sms and email share one provider');
-  t.equal(loaded.get('sms')?.name, 'acme-sms');
-  t.equal(loaded.get('push')?.name, 'sandbox');
-  await loaded.get('push')?.provider.close?.();
+  t.equal(loaded.byChannel.get('sms')?.[0], loaded.byChannel.get('email')?.[0], 'sms and email share one provider');
+  t.equal(loaded.byChannel.get('sms')?.[0]?.name, 'acme-sms');
+  t.equal(loaded.byChannel.get('push')?.[0]?.name, 'sandbox');
+  await loaded.byChannel.get('push')?.[0]?.provider.close?.();
 });
 
 t.test('loadProviders closes the providers it made when a later create fails', async (t) => {
@@ -162,8 +165,8 @@ t.test('loadProviders closes the providers it made when a later create fails', a
 
 t.test('settings for a package that no channel uses are refused, naming it', async (t) => {
   const byChannel = { ...allTo('@ens/plugin-sandbox'), sms: 'ens-plugin-acme' };
-  await refuses(t, () => checkProviderConfig(byChannel, { '@ens/plugin-sandbx': { handsetDelayMs: 1 } }), '@ens/plugin-sandbx', /ENS_PROVIDER_CONFIG/, 'a misspelt package');
-  t.doesNotThrow(() => checkProviderConfig(byChannel, { '@ens/plugin-sandbox': {}, 'ens-plugin-acme': {} }), 'settings for packages in use are fine');
+  await refuses(t, () => checkProviderConfig(lists(byChannel), { '@ens/plugin-sandbx': { handsetDelayMs: 1 } }), '@ens/plugin-sandbx', /ENS_PROVIDER_CONFIG/, 'a misspelt package');
+  t.doesNotThrow(() => checkProviderConfig(lists(byChannel), { '@ens/plugin-sandbox': {}, 'ens-plugin-acme': {} }), 'settings for packages in use are fine');
 });
 
 t.test('decide turns a provider error into the next step', async (t) => {

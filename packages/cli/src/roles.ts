@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Runtime } from '@ens/core';
-import { buildApi } from '@ens/service-api';
+import { buildApi, webhookRoutes } from '@ens/service-api';
 import { startCallbacks } from '@ens/service-callbacks';
 import { startFeed } from '@ens/service-feed';
-import { startWorker } from '@ens/service-worker';
+import { closeProviders, loadConfiguredProviders, startWorker, type LoadedProviders } from '@ens/service-worker';
 
 export const ROLES = ['api', 'worker', 'callbacks', 'feed'] as const;
 export type Role = (typeof ROLES)[number];
@@ -39,12 +39,22 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
       const c = await startCallbacks(rt);
       stops.push(() => c.stop());
     }
+    let providers: LoadedProviders | undefined;
     if (roles.includes('worker')) {
       const w = await startWorker(rt);
       stops.push(() => w.stop());
+      providers = w.providers;
     }
     if (roles.includes('api')) {
-      const app = await buildApi(rt);
+      // Provider webhooks are served by the API. Without a worker in this process the API makes
+      // its own provider instances, only to receive their webhooks; status reports go to the
+      // same store either way.
+      if (!providers) {
+        const own = await loadConfiguredProviders(rt);
+        stops.push(() => closeProviders(own));
+        providers = own;
+      }
+      const app = await buildApi(rt, { plugins: [webhookRoutes(providers.all)] });
       await app.listen(listen);
       stops.push(() => app.close());
       api = app;

@@ -32,6 +32,14 @@ const Env = Type.Object({
   ENS_LEASE: Type.Optional(Type.String()),
   ENS_SWEEP_GRACE: Type.Optional(Type.String()),
   ENS_PROVIDERS: Type.Optional(Type.String({ pattern: '^\\s*(sms|email|push|whatsapp)=[^,]+(,\\s*(sms|email|push|whatsapp)=[^,]+)*\\s*$' })),
+  ENS_FAILOVER_THRESHOLD: Type.Optional(Type.String({ pattern: '^[1-9]\\d*$' })),
+  ENS_FAILOVER_COOLDOWN: Type.Optional(Type.String()),
+  ENS_MEDIA_STORE: Type.Optional(Type.Union([Type.Literal('directory'), Type.Literal('s3')])),
+  ENS_S3_BUCKET: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$' })),
+  ENS_S3_REGION: Type.Optional(Type.String({ minLength: 1 })),
+  ENS_S3_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://' })),
+  ENS_S3_FORCE_PATH_STYLE: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+  ENS_S3_PREFIX: Type.Optional(Type.String({ pattern: '^[^/].*$' })),
   ENS_LOG_LEVEL: Type.Optional(
     Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   ),
@@ -65,8 +73,24 @@ export interface Config {
   /** Token requests per minute per client id and per address. */
   readonly tokenRateLimit: number;
   readonly workerConcurrency: number;
-  /** Provider plugin package per channel; channels not named use the sandbox. */
-  readonly providers: Readonly<Record<'sms' | 'email' | 'push' | 'whatsapp', string>>;
+  /**
+   * Provider plugin packages per channel, in order of preference: the first healthy one sends.
+   * Channels not named use the sandbox.
+   */
+  readonly providers: Readonly<Record<'sms' | 'email' | 'push' | 'whatsapp', readonly string[]>>;
+  /** Transient failures in a row that take a provider out of a channel's list for a while. */
+  readonly failoverThreshold: number;
+  /** How long a provider stays out before one trial send decides whether it is back. */
+  readonly failoverCooldownMs: number;
+  /** Where inline images are kept: a directory under dataDir, or an S3-compatible bucket. */
+  readonly media: { readonly kind: 'directory' } | {
+    readonly kind: 's3';
+    readonly bucket: string;
+    readonly region: string;
+    readonly endpoint: string | undefined;
+    readonly forcePathStyle: boolean;
+    readonly prefix: string;
+  };
   /** Configuration per plugin package name, from ENS_PROVIDER_CONFIG (a JSON object). */
   readonly providerConfig: Readonly<Record<string, unknown>>;
   /** How long a worker holds a delivery (or callback) for one attempt before others may take it. */
@@ -87,13 +111,41 @@ function parseJsonObject(name: string, v: string | undefined): Record<string, un
   throw new ConfigError(`${name}: must be a JSON object keyed by plugin package name, such as {"@ens/plugin-sandbox": {"handsetDelayMs": 400}}`);
 }
 
+const PACKAGE_NAME = /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/;
+
+/** `sms=@ens/plugin-twilio|@ens/plugin-smpp,email=@ens/plugin-smtp`: `|` separates fail-over choices. */
 function parseProviders(v: string | undefined): Config['providers'] {
-  const out = { sms: '@ens/plugin-sandbox', email: '@ens/plugin-sandbox', push: '@ens/plugin-sandbox', whatsapp: '@ens/plugin-sandbox' };
+  const sandbox = ['@ens/plugin-sandbox'];
+  const out: Record<string, readonly string[]> = { sms: sandbox, email: sandbox, push: sandbox, whatsapp: sandbox };
+  const seen = new Set<string>();
   for (const pair of (v ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
-    const [channel, pkg] = pair.split('=') as [keyof typeof out, string];
-    out[channel] = pkg.trim();
+    const [channel, list] = pair.split('=') as [string, string];
+    if (seen.has(channel)) throw new ConfigError(`ENS_PROVIDERS: ${channel} is named twice; list its providers once, separated by |`);
+    seen.add(channel);
+    const pkgs = list.split('|').map((p) => p.trim());
+    const bad = pkgs.find((p) => !PACKAGE_NAME.test(p));
+    if (bad !== undefined) throw new ConfigError(`ENS_PROVIDERS: ${channel}=${list}: "${bad}" is not an npm package name`);
+    if (new Set(pkgs).size !== pkgs.length) throw new ConfigError(`ENS_PROVIDERS: ${channel} lists a provider twice`);
+    out[channel] = Object.freeze(pkgs);
   }
-  return Object.freeze(out);
+  return Object.freeze(out) as Config['providers'];
+}
+
+function mediaConfig(e: EnvInput): Config['media'] {
+  const s3Vars = (['ENS_S3_BUCKET', 'ENS_S3_REGION', 'ENS_S3_ENDPOINT', 'ENS_S3_FORCE_PATH_STYLE', 'ENS_S3_PREFIX'] as const).filter((k) => e[k] !== undefined);
+  if (e.ENS_MEDIA_STORE !== 's3') {
+    if (s3Vars.length > 0) throw new ConfigError(`${s3Vars[0]}: is set, but ENS_MEDIA_STORE is not s3 (set ENS_MEDIA_STORE=s3 to keep images in S3)`);
+    return { kind: 'directory' };
+  }
+  if (e.ENS_S3_BUCKET === undefined) throw new ConfigError('ENS_S3_BUCKET: required when ENS_MEDIA_STORE=s3');
+  return Object.freeze({
+    kind: 's3' as const,
+    bucket: e.ENS_S3_BUCKET,
+    region: e.ENS_S3_REGION ?? 'us-east-1',
+    endpoint: e.ENS_S3_ENDPOINT,
+    forcePathStyle: e.ENS_S3_FORCE_PATH_STYLE === 'true',
+    prefix: e.ENS_S3_PREFIX ?? '',
+  });
 }
 
 /** Said when the master key cannot open the stored callback secrets (see ClientStore). */
@@ -163,6 +215,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenRateLimit: int(e.ENS_TOKEN_RATE_LIMIT, 60),
     workerConcurrency: int(e.ENS_WORKER_CONCURRENCY, 64),
     providers: parseProviders(e.ENS_PROVIDERS),
+    failoverThreshold: int(e.ENS_FAILOVER_THRESHOLD, 5),
+    failoverCooldownMs: durationVar('ENS_FAILOVER_COOLDOWN', e.ENS_FAILOVER_COOLDOWN, '30s'),
+    media: mediaConfig(e),
     providerConfig: Object.freeze(parseJsonObject('ENS_PROVIDER_CONFIG', e.ENS_PROVIDER_CONFIG)),
     leaseMs: durationVar('ENS_LEASE', e.ENS_LEASE, '60s'),
     sweepGraceMs: durationVar('ENS_SWEEP_GRACE', e.ENS_SWEEP_GRACE, '30s'),

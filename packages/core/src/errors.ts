@@ -71,6 +71,10 @@ export const Errors = {
     new EnsError('ENS_ERR_TENANT_NOT_FOUND', 404, `Tenant "${tenant}" does not exist for this client.`),
   tenantInUse: (tenant: string) =>
     new EnsError('ENS_ERR_TENANT_IN_USE', 409, `Tenant "${tenant}" has messages and cannot be deleted.`),
+  deviceNotFound: (userId: string, tenant: string) =>
+    new EnsError('ENS_ERR_DEVICE_NOT_FOUND', 404, `User "${userId}" of tenant "${tenant}" has no device with this token.`),
+  tooManyDevices: (userId: string, max: number) =>
+    new EnsError('ENS_ERR_TOO_MANY_DEVICES', 409, `User "${userId}" already has ${max} devices; delete old ones before adding another.`),
   payloadTooLarge: (detail: string) => new EnsError('ENS_ERR_PAYLOAD_TOO_LARGE', 413, detail),
   rateLimited: (detail: string, retryAfterSeconds: number) =>
     new EnsError('ENS_ERR_RATE_LIMITED', 429, detail, {

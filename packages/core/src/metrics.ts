@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** One registry per process; roles running in the same process share it and /metrics shows all. */
 export const metricsRegistry = new Registry();
@@ -43,5 +43,26 @@ export const sweeperRequeued = new Counter({
   name: 'ens_sweeper_requeued_total',
   help: 'Deliveries and callbacks re-enqueued because their wake-up was lost',
   labelNames: ['kind'],
+  registers: [metricsRegistry],
+});
+
+export const providerUp = new Gauge({
+  name: 'ens_provider_up',
+  help: '1 while a provider takes sends for its channel, 0 while it is taken out after transient failures',
+  labelNames: ['channel', 'provider'],
+  registers: [metricsRegistry],
+});
+
+export const devicesRemoved = new Counter({
+  name: 'ens_push_devices_removed_total',
+  help: 'Push devices removed from the registry because their provider reported the token dead',
+  labelNames: ['provider'],
+  registers: [metricsRegistry],
+});
+
+export const webhookRequests = new Counter({
+  name: 'ens_webhook_requests_total',
+  help: 'Provider webhook requests by plugin and answer status',
+  labelNames: ['plugin', 'status'],
   registers: [metricsRegistry],
 });

@@ -2,10 +2,11 @@ import path from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { pino, type Logger } from 'pino';
-import type { Config } from './config.ts';
+import { ConfigError, type Config } from './config.ts';
 import { createAsyncCommitPool, createPool, type Db } from './db/pool.ts';
 import { DirectoryMediaStore } from './media/directory-store.ts';
 import type { MediaStore } from './media/media-store.ts';
+import { S3MediaStore } from './media/s3-store.ts';
 import { connectNats, ensureTopology } from './nats/topology.ts';
 import { resolveMasterKey } from './secrets/master-key.ts';
 import { deriveKey, SecretBox } from './secrets/secret-box.ts';
@@ -13,6 +14,7 @@ import { CallbackStore } from './store/callbacks.ts';
 import { ClientStore } from './store/clients.ts';
 import { DeliveryStore } from './store/deliveries.ts';
 import { TenantStore } from './store/tenants.ts';
+import { DeviceStore } from './store/devices.ts';
 
 /** Everything a role needs, opened once per process. */
 export interface Runtime {
@@ -23,6 +25,7 @@ export interface Runtime {
   js: JetStreamClient;
   clients: ClientStore;
   tenants: TenantStore;
+  devices: DeviceStore;
   deliveries: DeliveryStore;
   callbacks: CallbackStore;
   media: MediaStore;
@@ -33,6 +36,23 @@ export interface Runtime {
   /** Registers a listener called after NATS reconnected and the topology was declared again. */
   onNatsReconnect(listener: () => void): void;
   close(): Promise<void>;
+}
+
+/**
+ * The configured media store. An S3 bucket is checked once here, so that a wrong bucket, region
+ * or credential stops the start with S3's own answer instead of failing the first image later.
+ */
+async function openMediaStore(config: Config): Promise<MediaStore> {
+  const m = config.media;
+  if (m.kind === 'directory') return new DirectoryMediaStore(path.join(config.dataDir, 'media'));
+  const store = new S3MediaStore({ bucket: m.bucket, region: m.region, endpoint: m.endpoint, forcePathStyle: m.forcePathStyle, prefix: m.prefix });
+  try {
+    await store.check();
+  } catch (e) {
+    store.close();
+    throw new ConfigError(`ENS_MEDIA_STORE=s3: ${(e as Error).message} (check ENS_S3_BUCKET, ENS_S3_REGION, ENS_S3_ENDPOINT and the AWS credentials)`);
+  }
+  return store;
 }
 
 export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
@@ -61,6 +81,7 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
         for (const l of reconnectListeners) l();
       }
     })();
+    const media = await openMediaStore(config);
     return {
       config,
       logger,
@@ -69,13 +90,15 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
       js,
       clients: new ClientStore(db, box),
       tenants: new TenantStore(db),
+      devices: new DeviceStore(db),
       deliveries: new DeliveryStore(db, leases),
       callbacks: new CallbackStore(db, leases),
-      media: new DirectoryMediaStore(path.join(config.dataDir, 'media')),
+      media,
       tokenKey: deriveKey(masterKey, 'access-token'),
       redeclareTopology,
       onNatsReconnect: (l) => void reconnectListeners.push(l),
       async close() {
+        media.close?.();
         await conn.drain().catch(() => conn.close());
         await Promise.all([db.end(), leases.end()]);
       },

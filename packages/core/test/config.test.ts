@@ -11,7 +11,10 @@ t.test('defaults are the documented ones', async (t) => {
   t.equal(c.allowPrivateCallbacks, false);
   t.equal(c.idempotencyTtlMs, 24 * 3_600_000);
   t.equal(c.databaseUrl, undefined);
-  t.equal(c.providers.sms, '@ens/plugin-sandbox');
+  t.same(c.providers.sms, ['@ens/plugin-sandbox']);
+  t.equal(c.failoverThreshold, 5);
+  t.equal(c.failoverCooldownMs, 30_000);
+  t.same(c.media, { kind: 'directory' });
   t.ok(Object.isFrozen(c), 'configuration is frozen');
 });
 
@@ -35,6 +38,15 @@ t.test('a bad variable stops start-up with its name in the message', async (t) =
     [{ ENS_PROVIDERS: 'fax=@x/y' }, /^ENS_PROVIDERS/],
     [{ ENS_PROVIDER_CONFIG: '{not json' }, /^ENS_PROVIDER_CONFIG/],
     [{ ENS_LOG_LEVEL: 'loud' }, /^ENS_LOG_LEVEL/],
+    [{ ENS_PROVIDERS: 'sms=@x/a,sms=@x/b' }, /^ENS_PROVIDERS: sms is named twice/],
+    [{ ENS_PROVIDERS: 'sms=@x/a|@x/a' }, /^ENS_PROVIDERS: sms lists a provider twice/],
+    [{ ENS_PROVIDERS: 'sms=./my plugin' }, /^ENS_PROVIDERS: sms=\.\/my plugin: "\.\/my plugin" is not an npm package name/],
+    [{ ENS_FAILOVER_THRESHOLD: '0' }, /^ENS_FAILOVER_THRESHOLD/],
+    [{ ENS_FAILOVER_COOLDOWN: 'later' }, /^ENS_FAILOVER_COOLDOWN/],
+    [{ ENS_MEDIA_STORE: 'ftp' }, /^ENS_MEDIA_STORE/],
+    [{ ENS_MEDIA_STORE: 's3' }, /^ENS_S3_BUCKET: required when ENS_MEDIA_STORE=s3/],
+    [{ ENS_S3_BUCKET: 'images' }, /^ENS_S3_BUCKET: is set, but ENS_MEDIA_STORE is not s3/],
+    [{ ENS_MEDIA_STORE: 's3', ENS_S3_BUCKET: 'Bad_Bucket' }, /^ENS_S3_BUCKET/],
   ];
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { code: 'ENS_ERR_CONFIG', message }, JSON.stringify(env));
@@ -43,10 +55,12 @@ t.test('a bad variable stops start-up with its name in the message', async (t) =
 });
 
 t.test('providers and back-off schedules parse', async (t) => {
-  const c = loadConfig({ ENS_PROVIDERS: 'sms=@acme/plugin-sms, email=@acme/plugin-mail', ENS_RETRY_BACKOFF: '100ms, 2s,1m' });
-  t.equal(c.providers.sms, '@acme/plugin-sms');
-  t.equal(c.providers.email, '@acme/plugin-mail');
-  t.equal(c.providers.push, '@ens/plugin-sandbox');
+  const c = loadConfig({ ENS_PROVIDERS: 'sms=@acme/plugin-sms | ens-plugin-smpp, email=@acme/plugin-mail', ENS_RETRY_BACKOFF: '100ms, 2s,1m' });
+  t.same(c.providers.sms, ['@acme/plugin-sms', 'ens-plugin-smpp'], '| lists fail-over providers in order');
+  t.same(c.providers.email, ['@acme/plugin-mail']);
+  t.same(c.providers.push, ['@ens/plugin-sandbox'], 'a channel not named stays on the sandbox');
+  const s3 = loadConfig({ ENS_MEDIA_STORE: 's3', ENS_S3_BUCKET: 'ens-images', ENS_S3_ENDPOINT: 'http://127.0.0.1:9000', ENS_S3_FORCE_PATH_STYLE: 'true' });
+  t.same(s3.media, { kind: 's3', bucket: 'ens-images', region: 'us-east-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, prefix: '' });
   t.same(c.retryBackoffMs, [100, 2000, 60_000]);
   t.equal(parseDuration('1.5s'), 1500);
   t.equal(parseDuration('2'), 2000, 'a bare number is seconds');

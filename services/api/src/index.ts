@@ -1,2 +1,3 @@
 export { buildApi, type ApiOptions } from './server.ts';
 export { AccessTokens, CLIENT_CREDENTIALS } from './auth/access-token.ts';
+export { webhookRoutes, type WebhookProvider } from './routes/webhooks.ts';

@@ -10,6 +10,7 @@ import { tokenRoute } from './auth/token-route.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { ClientRateLimits, TokenRateLimits } from './limits/rate-limits.ts';
 import { deliveriesRoute } from './routes/deliveries.ts';
+import { deviceRoutes } from './routes/devices.ts';
 import { healthRoutes } from './routes/health.ts';
 import { messagesRoute } from './routes/messages.ts';
 import { tenantRoutes } from './routes/tenants.ts';
@@ -30,6 +31,8 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     // Our onResponse hook logs one line per request with its latency; Fastify's own two are noise.
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
+    // Device tokens travel in the path (PUT …/devices/{token}); FCM tokens run past the default 100.
+    routerOptions: { maxParamLength: 4200 },
   });
   app.setValidatorCompiler(typeboxValidator);
   installErrorHandler(app);
@@ -80,6 +83,7 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     messagesRoute(v2, rt);
     deliveriesRoute(v2, rt);
     tenantRoutes(v2, rt);
+    deviceRoutes(v2, rt);
   });
   for (const register of opts.plugins ?? []) await register(app);
   return app;

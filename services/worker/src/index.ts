@@ -1,3 +1,6 @@
-export { startWorker, pluginContext, type WorkerRole } from './worker.ts';
-export { loadProviders, checkPlugin, checkProviderConfig, PluginLoadError, type LoadedProvider } from './provider-loader.ts';
-export { decide, sendHandler } from "./send-loop.ts";
+export { startWorker, pluginContext, loadConfiguredProviders, type WorkerRole } from './worker.ts';
+export {
+  loadProviders, closeProviders, checkPlugin, checkProviderConfig, PluginLoadError, type LoadedProvider, type LoadedProviders,
+} from './provider-loader.ts';
+export { ProviderChain, ChainSendError } from './provider-chain.ts';
+export { decide, sendHandler } from './send-loop.ts';

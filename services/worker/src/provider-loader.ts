@@ -1,20 +1,34 @@
 import { CHANNELS, type Channel } from '@ens/core';
-import { checkConfig, checkPlugin, PluginLoadError, type PluginContext, type Provider, type ProviderPlugin } from '@ens/plugin-sdk';
+import {
+  checkConfig, checkPlugin, PluginLoadError, type PluginContext, type Provider, type ProviderPlugin, type PushPlatform,
+} from '@ens/plugin-sdk';
 
 export { checkPlugin, PluginLoadError };
 
 export interface LoadedProvider {
   /** The plugin's name; recorded as the delivery's provider and used to match status reports. */
   name: string;
+  /** The package it came from, as named in ENS_PROVIDERS. */
+  pkg: string;
   provider: Provider;
+  /** For device push plugins: the platforms they reach; null for everything else. */
+  pushPlatforms: readonly PushPlatform[] | null;
 }
+
+/** Each channel's providers in order of preference, and every provider once. */
+export interface LoadedProviders {
+  byChannel: Map<Channel, LoadedProvider[]>;
+  all: LoadedProvider[];
+}
+
+type ProviderLists = Readonly<Record<Channel, readonly string[]>>;
 
 /**
  * Refuses settings for a package that no channel uses: a misspelt package name in
  * ENS_PROVIDER_CONFIG would otherwise leave the real plugin on its defaults without a word.
  */
-export function checkProviderConfig(byChannel: Readonly<Record<Channel, string>>, providerConfig: Readonly<Record<string, unknown>>): void {
-  const used = new Set(Object.values(byChannel));
+export function checkProviderConfig(byChannel: ProviderLists, providerConfig: Readonly<Record<string, unknown>>): void {
+  const used = new Set(Object.values(byChannel).flat());
   const stray = Object.keys(providerConfig).find((pkg) => !used.has(pkg));
   if (stray !== undefined) {
     throw new PluginLoadError(`ENS_PROVIDER_CONFIG has settings for ${stray}, which ENS_PROVIDERS assigns to no channel (in use: ${[...used].join(', ')})`);
@@ -29,40 +43,54 @@ export function checkProviderConfig(byChannel: Readonly<Record<Channel, string>>
  * closed when a later one fails: a refused start must not leave connections or timers open.
  */
 export async function loadProviders(
-  byChannel: Readonly<Record<Channel, string>>,
+  byChannel: ProviderLists,
   configFor: (pkg: string) => unknown,
   contextFor: (pluginName: string) => PluginContext,
   importer: (pkg: string) => Promise<unknown> = (pkg) => import(pkg),
-): Promise<Map<Channel, LoadedProvider>> {
+): Promise<LoadedProviders> {
   const checked = new Map<string, { plugin: ProviderPlugin; config: unknown }>();
+  const names = new Map<string, string>();
   for (const channel of CHANNELS) {
-    const pkg = byChannel[channel];
-    let entry = checked.get(pkg);
-    if (!entry) {
-      let mod: unknown;
-      try {
-        mod = await importer(pkg);
-      } catch (e) {
-        throw new PluginLoadError(`provider plugin ${pkg} could not be imported (is it installed?): ${(e as Error).message}`);
+    for (const pkg of byChannel[channel]) {
+      let entry = checked.get(pkg);
+      if (!entry) {
+        let mod: unknown;
+        try {
+          mod = await importer(pkg);
+        } catch (e) {
+          throw new PluginLoadError(`provider plugin ${pkg} could not be imported (is it installed?): ${(e as Error).message}`);
+        }
+        const plugin = checkPlugin(pkg, mod);
+        // The name keys webhook paths and status reports, so two packages may not share one.
+        const other = names.get(plugin.name);
+        if (other !== undefined) throw new PluginLoadError(`provider plugins ${other} and ${pkg} are both named "${plugin.name}"; only one can be used`);
+        names.set(plugin.name, pkg);
+        entry = { plugin, config: checkConfig(pkg, plugin, configFor(pkg)) };
+        checked.set(pkg, entry);
       }
-      const plugin = checkPlugin(pkg, mod);
-      const config = checkConfig(pkg, plugin, configFor(pkg));
-      entry = { plugin, config };
-      checked.set(pkg, entry);
-    }
-    if (!entry.plugin.channels.includes(channel)) {
-      throw new PluginLoadError(`provider plugin ${pkg}: channels does not include ${channel}, but ENS_PROVIDERS assigns it to ${channel}`);
+      if (!entry.plugin.channels.includes(channel)) {
+        throw new PluginLoadError(`provider plugin ${pkg}: channels does not include ${channel}, but ENS_PROVIDERS assigns it to ${channel}`);
+      }
     }
   }
 
   const made = new Map<string, LoadedProvider>();
   try {
     for (const [pkg, { plugin, config }] of checked) {
-      made.set(pkg, { name: plugin.name, provider: await plugin.create(config, contextFor(plugin.name)) });
+      const provider = await plugin.create(config, contextFor(plugin.name));
+      made.set(pkg, { name: plugin.name, pkg, provider, pushPlatforms: plugin.pushPlatforms ?? null });
     }
   } catch (e) {
     for (const loaded of made.values()) await loaded.provider.close?.().catch(() => {});
     throw e;
   }
-  return new Map(CHANNELS.map((channel) => [channel, made.get(byChannel[channel])!]));
+  return {
+    byChannel: new Map(CHANNELS.map((channel) => [channel, byChannel[channel].map((pkg) => made.get(pkg)!)])),
+    all: [...made.values()],
+  };
+}
+
+/** Closes every provider once. */
+export async function closeProviders(loaded: LoadedProviders): Promise<void> {
+  for (const p of loaded.all) await p.provider.close?.();
 }

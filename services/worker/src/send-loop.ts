@@ -4,7 +4,8 @@ import {
   attemptsTotal, FEED_WAKE_SUBJECT, runInSlotOrRequeue, wakeCallbacks,
   type AttemptResult, type Channel, type ClaimedDelivery, type ClaimMiss, type Runtime, type Slots,
 } from '@ens/core';
-import type { LoadedProvider } from './provider-loader.ts';
+import { ChainSendError, type ProviderChain } from './provider-chain.ts';
+import { sendToDevices } from './push-fanout.ts';
 
 /**
  * A provider call that has not answered within this share of the lease is treated as a transient
@@ -13,14 +14,8 @@ import type { LoadedProvider } from './provider-loader.ts';
 const SEND_SHARE_OF_LEASE = 0.8;
 const MAX_SEND_TIMEOUT_MS = 30_000;
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let t: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, rej) => {
-      t = setTimeout(() => rej(new Error(`provider did not answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(t));
+export function sendTimeoutMs(leaseMs: number): number {
+  return Math.min(MAX_SEND_TIMEOUT_MS, leaseMs * SEND_SHARE_OF_LEASE);
 }
 
 /** Turns a provider's thrown error into the next step, using the retry schedule. */
@@ -77,18 +72,25 @@ export function wakeFeed(nc: Runtime['nc']): void {
  * lease only starts once its send can begin (the send timeout is a share of the lease), and it is
  * given back as soon as the provider has answered: recording the outcome does not hold one.
  */
-export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvider, slots: Slots) {
+export function sendHandler(rt: Runtime, channel: Channel, chain: ProviderChain, slots: Slots) {
+  const decideFor = (claim: ClaimedDelivery) => (err: unknown, provider: string) => decide(err, claim.attempt, rt.config.retryBackoffMs, provider);
+  const sendOne = async (claim: ClaimedDelivery): Promise<AttemptResult> => {
+    try {
+      const { provider, result } = await chain.send(outbound(claim));
+      return { outcome: 'sent', provider, providerMessageId: result.providerMessageId };
+    } catch (err) {
+      if (err instanceof ChainSendError) return decideFor(claim)(err.causeValue, err.provider);
+      throw err;
+    }
+  };
+  const toDevices = channel === 'push' && chain.sendsToDevices;
   return async (m: JsMsg): Promise<void> => {
     const id = m.string();
     const attempt = await runInSlotOrRequeue(slots, m, async (): Promise<ClaimMiss | { claim: ClaimedDelivery; result: AttemptResult }> => {
-        const claim = await rt.deliveries.claim(id, loaded.name, rt.config.leaseMs);
+        const claim = await rt.deliveries.claim(id, chain.primary, rt.config.leaseMs);
         if ('reason' in claim) return claim;
-        try {
-          const sent = await withTimeout(loaded.provider.send(outbound(claim)), Math.min(MAX_SEND_TIMEOUT_MS, rt.config.leaseMs * SEND_SHARE_OF_LEASE));
-          return { claim, result: { outcome: 'sent', provider: loaded.name, providerMessageId: sent.providerMessageId } };
-        } catch (err) {
-          return { claim, result: decide(err, claim.attempt, rt.config.retryBackoffMs, loaded.name) };
-        }
+        const result = toDevices ? await sendToDevices(rt, chain, claim, outbound(claim), decideFor(claim)) : await sendOne(claim);
+        return { claim, result };
       });
     if (attempt === undefined) return;
     if ('reason' in attempt) {
@@ -97,7 +99,7 @@ export function sendHandler(rt: Runtime, channel: Channel, loaded: LoadedProvide
       return;
     }
     const { claim, result } = attempt;
-    attemptsTotal.inc({ channel, provider: loaded.name, outcome: result.outcome === 'sent' ? 'sent' : result.kind });
+    attemptsTotal.inc({ channel, provider: result.provider, outcome: result.outcome === 'sent' ? 'sent' : result.kind });
     // If recording fails (PostgreSQL down), the throw naks the message; the lease then runs out and
     // the attempt is retried and the unrecorded one marked lost.
     const t = await rt.deliveries.finish(claim, result);

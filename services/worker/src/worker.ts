@@ -2,8 +2,9 @@ import {
   CHANNELS, consumeWorkQueue, SEND_STREAM, sendConsumer, purgeIdempotencyKeys, Slots, sweeperRequeued, wakeCallbacks, wakeSenders, type Channel, type Runtime,
 } from '@ens/core';
 import type { PluginContext } from '@ens/plugin-sdk';
-import { checkProviderConfig, loadProviders, type LoadedProvider } from './provider-loader.ts';
-import { sendHandler, wakeFeed } from './send-loop.ts';
+import { ProviderChain } from './provider-chain.ts';
+import { checkProviderConfig, closeProviders, loadProviders, type LoadedProviders } from './provider-loader.ts';
+import { sendHandler, sendTimeoutMs, wakeFeed } from './send-loop.ts';
 
 /** How often the sweeper looks; what it takes is set by ENS_SWEEP_GRACE. */
 const SWEEP_EVERY_MS = 2_000;
@@ -15,7 +16,8 @@ const SWEEP_EVERY_MS = 2_000;
 const MESSAGES_PER_SEND_SLOT = 4;
 
 export interface WorkerRole {
-  providers: Map<Channel, LoadedProvider>;
+  providers: LoadedProviders;
+  chains: Map<Channel, ProviderChain>;
   stop(): Promise<void>;
 }
 
@@ -54,13 +56,20 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
  * Runs the worker role: one send loop per channel, plus the sweeper that re-enqueues deliveries
  * whose wake-up was lost (crash, JetStream store loss), which is what makes invariant 1 hold.
  */
-export async function startWorker(rt: Runtime): Promise<WorkerRole> {
+/** Loads the configured providers with the worker's plugin context (the API role uses it for webhooks too). */
+export async function loadConfiguredProviders(rt: Runtime): Promise<LoadedProviders> {
   checkProviderConfig(rt.config.providers, rt.config.providerConfig);
-  const providers = await loadProviders(rt.config.providers, (pkg) => rt.config.providerConfig[pkg], (name) => pluginContext(rt, name));
+  return loadProviders(rt.config.providers, (pkg) => rt.config.providerConfig[pkg], (name) => pluginContext(rt, name));
+}
+
+export async function startWorker(rt: Runtime): Promise<WorkerRole> {
+  const providers = await loadConfiguredProviders(rt);
+  const chainOptions = { threshold: rt.config.failoverThreshold, cooldownMs: rt.config.failoverCooldownMs, sendTimeoutMs: sendTimeoutMs(rt.config.leaseMs), logger: rt.logger };
+  const chains = new Map(CHANNELS.map((ch) => [ch, new ProviderChain(ch, providers.byChannel.get(ch)!, chainOptions)]));
   const sendSlots = CHANNELS.map(() => new Slots(rt.config.workerConcurrency));
   const loops = await Promise.all(
     CHANNELS.map((ch, i) => {
-      const handler = sendHandler(rt, ch, providers.get(ch)!, sendSlots[i]!);
+      const handler = sendHandler(rt, ch, chains.get(ch)!, sendSlots[i]!);
       const held = rt.config.workerConcurrency * MESSAGES_PER_SEND_SLOT;
       return consumeWorkQueue(rt.js, SEND_STREAM, sendConsumer(ch), held, handler, rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
     }),
@@ -88,17 +97,14 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
 
   return {
     providers,
+    chains,
     async stop() {
       clearInterval(timer);
       // Sends under way finish; held wake-ups that have not started go back to the queue.
       for (const s of sendSlots) s.close();
       await Promise.all(loops.map((l) => l.stop(10_000)));
-      const closed = new Set<LoadedProvider>();
-      for (const p of providers.values()) {
-        if (closed.has(p)) continue;
-        closed.add(p);
-        await p.provider.close?.();
-      }
+      for (const c of chains.values()) c.close();
+      await closeProviders(providers);
     },
   };
 }

@@ -113,9 +113,10 @@ WITH x AS (
          lease_until = NULL, version = d.version + 1, stamp_pending = true
     FROM x
    WHERE d.id = x.id AND d.version = x.version
-  RETURNING d.id, x.version, x.outcome, x.number, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.body
+  RETURNING d.id, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.body
 ), a AS (
-  UPDATE attempts a SET outcome = d.outcome, finished_at = now(), provider_message_id = d.provider_message_id, error = d.error
+  -- The provider is named again: with fail-over, the one that answered may not be the one claimed for.
+  UPDATE attempts a SET outcome = d.outcome, finished_at = now(), provider = d.provider, provider_message_id = d.provider_message_id, error = d.error
     FROM d WHERE a.delivery_id = d.id AND a.number = d.number
 ), cb AS (
   INSERT INTO callbacks (id, delivery_id, client_id, url, body)

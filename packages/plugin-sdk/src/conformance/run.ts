@@ -56,14 +56,9 @@ export async function runConformance(pkg: string, mod: unknown, fixture?: Confor
   if (!plugin) return results;
   const p = plugin;
 
-  await check('configSchema refuses a setting it does not know (typos must stop the start)', () => {
-    let refused = false;
-    try {
-      checkConfig(pkg, p, { ensConformanceUnknownSetting: true });
-    } catch {
-      refused = true;
-    }
-    must(refused, 'a config with an unknown key passed the schema; declare the schema with additionalProperties: false');
+  await check('configSchema is a closed object (additionalProperties: false), so typos stop the start', () => {
+    const schema = p.configSchema as { type?: unknown; additionalProperties?: unknown };
+    must(schema.type === 'object' && schema.additionalProperties === false, 'declare the schema as Type.Object({...}, { additionalProperties: false })');
   });
 
   if (!fixture) {
@@ -88,6 +83,16 @@ async function behaviour(pkg: string, plugin: ProviderPlugin, tg: ConformanceTar
     config = checkConfig(pkg, plugin, tg.config);
   });
   if (config === undefined) return;
+  await check('configSchema refuses a setting it does not know (typos must stop the start)', () => {
+    let msg = '';
+    try {
+      checkConfig(pkg, plugin, { ...(tg.config as object), ensConformanceUnknownSetting: true });
+    } catch (e) {
+      msg = (e as Error).message;
+    }
+    must(msg !== '', 'the fixture configuration plus an unknown key passed the schema; declare it with additionalProperties: false');
+    must(msg.includes('ensConformanceUnknownSetting'), `the refusal does not name the unknown key: ${msg}`);
+  });
   if (tg.invalidConfig !== undefined) {
     await check('configSchema refuses the invalid configuration with a message naming the field', () => {
       let msg = '';

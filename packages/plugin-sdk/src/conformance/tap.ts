@@ -3,7 +3,7 @@ import { runConformance } from './run.ts';
 
 /** The part of a tap (or node:test-with-assert-shim) test object the helper uses. */
 export interface TapLike {
-  ok(value: unknown, message?: string, extra?: object): unknown;
+  ok(value: unknown, message: string, extra: { [key: string]: unknown }): unknown;
 }
 
 /**

@@ -10,7 +10,7 @@ async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   }
 }
 
-/** /healthz (the process is up), /readyz (PostgreSQL and NATS answer), /metrics (Prometheus). */
+/** /healthz (the process is up), /readyz (PostgreSQL, NATS and an S3 media store answer), /metrics (Prometheus). */
 export function healthRoutes(app: FastifyInstance, rt: Runtime): void {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
@@ -18,8 +18,9 @@ export function healthRoutes(app: FastifyInstance, rt: Runtime): void {
     await Promise.all([
       within(2000, rt.db.query('SELECT 1')).then(() => { checks.postgres = 'ok'; }, (e: Error) => { checks.postgres = e.message; }),
       within(2000, rt.nc.flush()).then(() => { checks.nats = 'ok'; }, (e: Error) => { checks.nats = e.message; }),
+      ...(rt.media.check ? [within(2000, rt.media.check()).then(() => { checks.media = 'ok'; }, (e: Error) => { checks.media = e.message; })] : []),
     ]);
-    const ready = checks.postgres === 'ok' && checks.nats === 'ok';
+    const ready = Object.values(checks).every((v) => v === 'ok');
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
   });
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {

@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify';
+import { webhookRequests } from '@ens/core';
+import type { Provider } from '@ens/plugin-sdk';
+
+/** Provider status payloads are small; a larger body is not a provider's. */
+const WEBHOOK_BODY_LIMIT = 1024 * 1024;
+
+export interface WebhookProvider {
+  name: string;
+  provider: Provider;
+}
+
+function firstValues(q: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries((q ?? {}) as Record<string, unknown>)) out[k] = Array.isArray(v) ? String(v[0]) : String(v);
+  return out;
+}
+
+/**
+ * Mounts each provider's inbound routes at /webhooks/<plugin name><path>, outside /v2/: providers
+ * authenticate with their own signatures, which the plugin checks over the raw body, so here the
+ * body is kept as bytes whatever its content type.
+ */
+export function webhookRoutes(providers: readonly WebhookProvider[]) {
+  return async (app: FastifyInstance): Promise<void> => {
+    await app.register(async (wh) => {
+      wh.removeAllContentTypeParsers();
+      wh.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
+      for (const { name, provider } of providers) {
+        for (const route of provider.routes ?? []) {
+          wh.route({
+            method: route.method,
+            url: `/webhooks/${name}${route.path}`,
+            schema: { summary: `${name} provider webhook`, tags: ['provider webhooks'], security: [] },
+            handler: async (req, reply) => {
+              const res = await route.handler({
+                headers: req.headers,
+                query: firstValues(req.query),
+                rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+                url: `${req.protocol}://${req.host}${req.url}`,
+              });
+              webhookRequests.inc({ plugin: name, status: String(res.status) });
+              reply.code(res.status);
+              for (const [k, v] of Object.entries(res.headers ?? {})) reply.header(k, v);
+              if (res.body === undefined) return reply.send();
+              if (typeof res.body === 'string' || Buffer.isBuffer(res.body)) {
+                if (!reply.hasHeader('content-type')) reply.type('text/plain; charset=utf-8');
+                return reply.send(res.body);
+              }
+              return reply.type('application/json').send(JSON.stringify(res.body));
+            },
+          });
+        }
+      }
+    });
+  };
+}
