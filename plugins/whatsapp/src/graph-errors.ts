@@ -1,0 +1,86 @@
+import { permanentError, rateLimitedError, transientError, type ProviderError } from '@ens/plugin-sdk';
+
+/**
+ * Turns a Graph API error answer into ENS's three kinds. Meta asks integrators to key on `code`
+ * (and error_data.details), not on titles or HTTP statuses, so the code decides first and the
+ * HTTP status only when the code is one this table does not know.
+ * https://developers.facebook.com/documentation/business-messaging/whatsapp/support/error-codes
+ */
+
+export interface GraphError {
+  message?: string;
+  type?: string;
+  code?: number;
+  error_subcode?: number;
+  error_data?: { messaging_product?: string; details?: string };
+  fbtrace_id?: string;
+}
+
+/** Throughput, spam and pair limits, plus the Graph app/account call-rate limits. */
+const RATE_LIMITED = new Set([4, 80007, 130429, 131048, 131056]);
+
+/** Meta's own trouble: unknown error, service unavailable, "something went wrong". */
+const TRANSIENT = new Set([1, 2, 131000, 131016]);
+
+/**
+ * The operator's configuration is at fault (expired or wrong token, missing permission). Retrying
+ * cannot fix it, but it is not the message's fault either: transient, so it counts toward failover
+ * and the message goes out once the operator fixes the token.
+ */
+const CONFIGURATION = new Set([0, 3, 10, 190]);
+const isPermissionCode = (code: number) => code >= 200 && code <= 299;
+
+/** Faults of this message or recipient (bad parameter, template, number, 24-hour window…). */
+const PERMANENT = new Set([100, 131008, 131009, 131026, 131030, 131047, 131051, 132000, 132001, 132005, 132007, 132012, 133010]);
+
+export function graphErrorOf(body: unknown): GraphError | undefined {
+  const e = (body as { error?: unknown } | null)?.error;
+  return e !== null && typeof e === 'object' ? (e as GraphError) : undefined;
+}
+
+/** "whatsapp <code>: <message> (<details>)"; Meta prefixes messages with "(#<code>) ", dropped as a repeat. */
+export function describeGraphError(e: GraphError): string {
+  const code = typeof e.code === 'number' ? e.code : Number(e.code);
+  const raw = typeof e.message === 'string' && e.message !== '' ? e.message : 'no message';
+  const message = raw.replace(/^\(#\d+\)\s*/, '');
+  const details = e.error_data?.details;
+  return `whatsapp ${Number.isFinite(code) ? code : '?'}: ${message}${typeof details === 'string' && details !== '' && details !== message ? ` (${details})` : ''}`;
+}
+
+export function retryAfterMs(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  const secs = Number(header);
+  if (Number.isFinite(secs) && secs >= 0) return Math.round(secs * 1000);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+/** Classifies one non-2xx answer; `text` is the body as received, for answers that are not Graph JSON. */
+export function classifyGraphAnswer(status: number, text: string, retryAfter: string | null): ProviderError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const e = graphErrorOf(parsed);
+  const hint = retryAfterMs(retryAfter);
+  if (e && e.code !== undefined && Number.isFinite(Number(e.code))) {
+    const code = Number(e.code);
+    const msg = describeGraphError(e);
+    if (RATE_LIMITED.has(code)) return rateLimitedError(msg, hint);
+    if (TRANSIENT.has(code)) return transientError(msg);
+    if (CONFIGURATION.has(code) || isPermissionCode(code)) return transientError(`${msg} [configuration: check the access token and its permissions]`);
+    if (PERMANENT.has(code)) return permanentError(msg);
+    return byStatus(status, msg, hint);
+  }
+  const snippet = text.trim().slice(0, 200);
+  return byStatus(status, `whatsapp HTTP ${status}: ${snippet === '' ? 'empty answer' : snippet}`, hint);
+}
+
+function byStatus(status: number, msg: string, hint: number | undefined): ProviderError {
+  if (status === 429) return rateLimitedError(msg, hint);
+  if (status === 401 || status === 403) return transientError(`${msg} [configuration: check the access token and its permissions]`);
+  if (status >= 500 || status < 400) return transientError(msg);
+  return permanentError(msg);
+}
