@@ -92,7 +92,8 @@ async function asResponse(res: Response): Promise<ApiResponse> {
  */
 export async function startTestService(t: Teardown, opts: { env?: Record<string, string>; roles?: Role[] } = {}): Promise<TestService> {
   const engines = await startTestEngines(t);
-  const port = await freePort();
+  // A caller that must know the URL before start (to give it to a provider as a webhook URL) picks the port.
+  const port = opts.env?.PORT !== undefined ? Number(opts.env.PORT) : await freePort();
   const dataDir = await mkdtemp(join(tmpdir(), 'ens-data-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const env: Record<string, string> = {

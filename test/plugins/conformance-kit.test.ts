@@ -24,6 +24,17 @@ t.test('ens-plugin-check passes the worked example from the docs, over a real HT
   t.notMatch(stdout, /^not ok/m);
 });
 
+t.test('ens-plugin-check passes every bundled plugin, built as it is published', async (t) => {
+  const { readdir } = await import('node:fs/promises');
+  const plugins = await readdir(path.join(root, 'plugins'));
+  t.ok(plugins.length >= 8, `bundled plugins: ${plugins.join(', ')}`);
+  await Promise.all(plugins.map(async (name) => {
+    const { stdout } = await run(process.execPath, [cli, path.join(root, 'plugins', name)], { timeout: 60_000 }).catch((e: { stdout: string }) => e);
+    t.match(stdout, / 0 failed$/m, `${name}: ${stdout.match(/# \d+ passed, \d+ failed/)?.[0] ?? stdout.slice(-300)}`);
+    t.notMatch(stdout, /no \.\/conformance fixture/, `${name} ships a fixture, so its behaviour was checked`);
+  }));
+});
+
 t.test('ens-plugin-check says what it cannot read, with exit code 2', async (t) => {
   const err = await run(process.execPath, [cli, path.join(root, 'test/plugins/no-such-plugin')]).catch((e: { code: number; stderr: string }) => e);
   t.equal((err as { code: number }).code, 2);
