@@ -6,7 +6,7 @@ import { startTestService, smsHandoff, waitFor } from '../harness/service.ts';
 /**
  * ENS_PROVIDERS=sms=@ens/plugin-twilio|@ens/plugin-smpp: while Twilio answers 503, SMS fails over
  * to the SMPP operator link; every message is still sent; Twilio gets its traffic back once a trial
- * send succeeds. SMPP delivery receipts fill in delivered_at like any webhook.
+ * send succeeds. SMPP delivery receipts reach the delivery like any webhook.
  */
 t.test('sms fails over from Twilio to SMPP and back', async (t) => {
   const twilio = new FakeTwilio();
@@ -54,10 +54,17 @@ t.test('sms fails over from Twilio to SMPP and back', async (t) => {
   t.equal(smsc.submits.filter((s) => during.includes(`+${s.destinationAddr}`)).length, 10, 'the SMSC got all ten');
   t.ok(tried.filter((a) => a.provider === 'twilio').length < 10 * 2, 'once out, Twilio stopped getting every attempt');
 
-  // The SMSC's delivery receipt reaches the delivery like a webhook would.
-  const viaSmpp = sentDuring[0]!;
-  await smsc.sendReceipt(viaSmpp.provider_message_id, { stat: 'DELIVRD' });
-  await waitFor(async () => (await svc.feed(client)).find((d) => d.delivery_id === viaSmpp.delivery_id && d.delivered_at), 10_000, 'delivered_at from the SMPP receipt');
+  // The SMSC's receipts reach the delivery like a webhook would: DELIVRD is recorded (the spec
+  // fills delivered_at for whatsapp only), UNDELIV fails the delivery with the SMSC's reason.
+  const [delivered, undelivered] = sentDuring as [{ delivery_id: string; provider_message_id: string }, { delivery_id: string; provider_message_id: string }];
+  await smsc.sendReceipt(delivered.provider_message_id, { stat: 'DELIVRD' });
+  await smsc.sendReceipt(undelivered.provider_message_id, { stat: 'UNDELIV', err: '001' });
+  await waitFor(async () => {
+    const r = await svc.rt.db.query('SELECT kind FROM delivery_events WHERE delivery_id = $1', [delivered.delivery_id]);
+    return r.rows.length > 0 && r.rows.every((e) => e.kind === 'delivered');
+  }, 10_000, 'the DELIVRD receipt recorded');
+  const failed = await waitFor(async () => (await svc.feed(client)).find((d) => d.delivery_id === undelivered.delivery_id && d.status === 'failed'), 10_000, 'the UNDELIV receipt');
+  t.match(failed.last_error, /^smpp: UNDELIV/, "the SMSC's reason is last_error");
 
   // Twilio recovers: after the cool-down one trial send goes to it (sends racing the trial still
   // take SMPP); its success brings Twilio back for all traffic.

@@ -282,8 +282,8 @@ export class DeliveryStore {
    */
   async applyStatusReport(r: StatusReport): Promise<{ deliveryId: string; changed: boolean; callbackId: string | null } | null> {
     return inTransaction(this.db, async (c) => {
-      const found = await c.query<{ id: string; status: string }>(
-        'SELECT id, status FROM deliveries WHERE provider = $1 AND provider_message_id = $2 FOR UPDATE',
+      const found = await c.query<{ id: string; status: string; channel: Channel }>(
+        'SELECT id, status, channel FROM deliveries WHERE provider = $1 AND provider_message_id = $2 FOR UPDATE',
         [r.provider, r.providerMessageId],
       );
       const row = found.rows[0];
@@ -291,6 +291,9 @@ export class DeliveryStore {
       const at = formatTimestamp(r.at);
       await c.query('INSERT INTO delivery_events (delivery_id, kind, occurred_at, detail) VALUES ($1, $2, $3, $4)', [row.id, r.kind, at, r.error ?? null]);
       if (row.status !== 'sent') return { deliveryId: row.id, changed: false, callbackId: null };
+      // The spec fills delivered_at and read_at for whatsapp only; other channels' receipts (an
+      // SMS delivery receipt) are kept as events, and only a failure changes their delivery.
+      if (r.kind !== 'failed' && row.channel !== 'whatsapp') return { deliveryId: row.id, changed: false, callbackId: null };
       if (r.kind !== 'failed') {
         const upd = await c.query(
           `UPDATE deliveries SET delivered_at = coalesce(delivered_at, $2::timestamptz),
