@@ -21,8 +21,8 @@ Configuration comes from environment variables; see the README.`;
 
 const COMMANDS = new Set(['serve', 'migrate', 'clients', 'callbacks']);
 
-/** Errors that are the operator's to fix (bad configuration, a missing engine): one line, exit 2. */
-const OPERATOR_ERRORS = new Set(['ENS_ERR_CONFIG', 'ENS_ERR_ENGINE_MISSING']);
+/** Errors that are the operator's to fix (bad configuration or plugin settings, a missing engine): one line, exit 2. */
+const OPERATOR_ERRORS = new Set(['ENS_ERR_CONFIG', 'ENS_ERR_ENGINE_MISSING', 'ENS_ERR_PLUGIN']);
 
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
