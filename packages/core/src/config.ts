@@ -40,6 +40,16 @@ const Env = Type.Object({
   ENS_S3_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://' })),
   ENS_S3_FORCE_PATH_STYLE: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   ENS_S3_PREFIX: Type.Optional(Type.String({ pattern: '^[^/].*$' })),
+  ENS_PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^/]+(/.*)?$' })),
+  ENS_OPS_ISSUER: Type.Optional(Type.String({ pattern: '^https?://' })),
+  ENS_OPS_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
+  ENS_OPS_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
+  ENS_OPS_SCOPES: Type.Optional(Type.String({ pattern: '(^|\\s)openid(\\s|$)' })),
+  ENS_OPS_GROUPS_CLAIM: Type.Optional(Type.String({ minLength: 1 })),
+  ENS_OPS_SUPERUSER_GROUP: Type.Optional(Type.String({ minLength: 1 })),
+  ENS_OPS_SUPERUSERS: Type.Optional(Type.String({ minLength: 1 })),
+  ENS_OPS_SESSION_TTL: Type.Optional(Type.String()),
+  ENS_OPS_CONTACT: Type.Optional(Type.String({ minLength: 1 })),
   ENS_LOG_LEVEL: Type.Optional(
     Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   ),
@@ -97,7 +107,51 @@ export interface Config {
   readonly leaseMs: number;
   /** How long past due a pending delivery or callback waits before the sweeper re-enqueues it. */
   readonly sweepGraceMs: number;
+  /** The URL users and providers reach this service at (redirect URI, webhook URLs, Secure cookies). */
+  readonly publicUrl: string;
+  /** The /ops/ console's sign-in; null when ENS_OPS_ISSUER is unset (the console then says so). */
+  readonly ops: OpsConfig | null;
   readonly logLevel: string;
+}
+
+export interface OpsConfig {
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly scopes: string;
+  /** The ID-token / userinfo claim that lists the user's groups. */
+  readonly groupsClaim: string;
+  /** Members of this group are superusers; null: no group grants it. */
+  readonly superuserGroup: string | null;
+  /** Emails or subjects that are superusers (lower-cased). */
+  readonly superusers: readonly string[];
+  readonly sessionTtlMs: number;
+  /** Whom a signed-in user without rights should ask (shown on the notice page). */
+  readonly contact: string;
+}
+
+function opsConfig(e: EnvInput): OpsConfig | null {
+  const set = (['ENS_OPS_ISSUER', 'ENS_OPS_CLIENT_ID', 'ENS_OPS_CLIENT_SECRET'] as const).filter((k) => e[k] !== undefined);
+  if (set.length === 0) {
+    const stray = (['ENS_OPS_SCOPES', 'ENS_OPS_GROUPS_CLAIM', 'ENS_OPS_SUPERUSER_GROUP', 'ENS_OPS_SUPERUSERS', 'ENS_OPS_SESSION_TTL', 'ENS_OPS_CONTACT'] as const).find((k) => e[k] !== undefined);
+    if (stray) throw new ConfigError(`${stray}: is set, but ENS_OPS_ISSUER, ENS_OPS_CLIENT_ID and ENS_OPS_CLIENT_SECRET are not (the console needs all three)`);
+    return null;
+  }
+  if (set.length < 3) {
+    const missing = (['ENS_OPS_ISSUER', 'ENS_OPS_CLIENT_ID', 'ENS_OPS_CLIENT_SECRET'] as const).find((k) => e[k] === undefined)!;
+    throw new ConfigError(`${missing}: required when ${set[0]} is set (the console's sign-in needs the issuer, client id and client secret)`);
+  }
+  return Object.freeze({
+    issuer: e.ENS_OPS_ISSUER!,
+    clientId: e.ENS_OPS_CLIENT_ID!,
+    clientSecret: e.ENS_OPS_CLIENT_SECRET!,
+    scopes: e.ENS_OPS_SCOPES ?? 'openid email profile',
+    groupsClaim: e.ENS_OPS_GROUPS_CLAIM ?? 'groups',
+    superuserGroup: e.ENS_OPS_SUPERUSER_GROUP ?? null,
+    superusers: Object.freeze((e.ENS_OPS_SUPERUSERS ?? '').split(',').map((x) => x.trim().toLowerCase()).filter(Boolean)),
+    sessionTtlMs: durationVar('ENS_OPS_SESSION_TTL', e.ENS_OPS_SESSION_TTL, '8h'),
+    contact: e.ENS_OPS_CONTACT ?? 'your ENS administrators',
+  });
 }
 
 function parseJsonObject(name: string, v: string | undefined): Record<string, unknown> {
@@ -221,6 +275,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providerConfig: Object.freeze(parseJsonObject('ENS_PROVIDER_CONFIG', e.ENS_PROVIDER_CONFIG)),
     leaseMs: durationVar('ENS_LEASE', e.ENS_LEASE, '60s'),
     sweepGraceMs: durationVar('ENS_SWEEP_GRACE', e.ENS_SWEEP_GRACE, '30s'),
+    publicUrl: (e.ENS_PUBLIC_URL ?? `http://${e.HOST ?? '127.0.0.1'}:${port}`).replace(/\/+$/, ''),
+    ops: opsConfig(e),
     logLevel: e.ENS_LOG_LEVEL ?? 'info',
   });
 }

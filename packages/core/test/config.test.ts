@@ -15,6 +15,14 @@ t.test('defaults are the documented ones', async (t) => {
   t.equal(c.failoverThreshold, 5);
   t.equal(c.failoverCooldownMs, 30_000);
   t.same(c.media, { kind: 'directory' });
+  t.equal(c.publicUrl, 'http://127.0.0.1:8080');
+  t.equal(c.ops, null, 'no console sign-in until ENS_OPS_ISSUER is set');
+  const ops = loadConfig({
+    ENS_PUBLIC_URL: 'https://ens.example.com/', ENS_OPS_ISSUER: 'https://id.example.com', ENS_OPS_CLIENT_ID: 'ens', ENS_OPS_CLIENT_SECRET: 's',
+    ENS_OPS_SUPERUSERS: 'Ada@Example.com, 248289761001', ENS_OPS_SUPERUSER_GROUP: 'ens-admins',
+  });
+  t.equal(ops.publicUrl, 'https://ens.example.com', 'no trailing slash');
+  t.match(ops.ops, { issuer: 'https://id.example.com', scopes: 'openid email profile', groupsClaim: 'groups', superuserGroup: 'ens-admins', superusers: ['ada@example.com', '248289761001'], sessionTtlMs: 8 * 3_600_000 });
   t.ok(Object.isFrozen(c), 'configuration is frozen');
 });
 
@@ -47,6 +55,11 @@ t.test('a bad variable stops start-up with its name in the message', async (t) =
     [{ ENS_MEDIA_STORE: 's3' }, /^ENS_S3_BUCKET: required when ENS_MEDIA_STORE=s3/],
     [{ ENS_S3_BUCKET: 'images' }, /^ENS_S3_BUCKET: is set, but ENS_MEDIA_STORE is not s3/],
     [{ ENS_MEDIA_STORE: 's3', ENS_S3_BUCKET: 'Bad_Bucket' }, /^ENS_S3_BUCKET/],
+    [{ ENS_OPS_ISSUER: 'https://id.example.com' }, /^ENS_OPS_CLIENT_ID: required when ENS_OPS_ISSUER is set/],
+    [{ ENS_OPS_SUPERUSERS: 'ada@example.com' }, /^ENS_OPS_SUPERUSERS: is set, but ENS_OPS_ISSUER/],
+    [{ ENS_OPS_ISSUER: 'id.example.com', ENS_OPS_CLIENT_ID: 'a', ENS_OPS_CLIENT_SECRET: 'b' }, /^ENS_OPS_ISSUER/],
+    [{ ENS_OPS_ISSUER: 'https://id.example.com', ENS_OPS_CLIENT_ID: 'a', ENS_OPS_CLIENT_SECRET: 'b', ENS_OPS_SCOPES: 'email' }, /^ENS_OPS_SCOPES/],
+    [{ ENS_PUBLIC_URL: 'ens.example.com' }, /^ENS_PUBLIC_URL/],
   ];
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { code: 'ENS_ERR_CONFIG', message }, JSON.stringify(env));
