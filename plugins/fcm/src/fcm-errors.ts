@@ -1,4 +1,4 @@
-import { deviceGoneError, permanentError, rateLimitedError, transientError, type ProviderError } from '@ens/plugin-sdk';
+import { deviceGoneError, permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
 import { snippet } from './access-token.ts';
 
 const FCM_ERROR_TYPE = 'type.googleapis.com/google.firebase.fcm.v1.FcmError';
@@ -29,16 +29,7 @@ export function readFailure(httpStatus: number, retryAfter: string | null, text:
   } catch {
     // not JSON: classified by the HTTP status alone
   }
-  return { httpStatus, error, text, retryAfterMs: parseRetryAfter(retryAfter, now) };
-}
-
-/** Retry-After is delay-seconds or an HTTP-date (RFC 9110 §10.2.3). */
-export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
-  if (value === null) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const at = Date.parse(v);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  return { httpStatus, error, text, retryAfterMs: retryAfterMs(retryAfter, now) };
 }
 
 /** The FCM-specific code (google.firebase.fcm.v1.FcmError.errorCode) the details carry, if any. */

@@ -1,7 +1,8 @@
 import t from 'tap';
 import { checkConfig } from '@ens/plugin-sdk';
 import plugin from '../src/index.ts';
-import { classifySendFailure, parseRetryAfter, readFailure } from '../src/fcm-errors.ts';
+import { retryAfterMs as parseRetryAfter } from '@ens/plugin-sdk';
+import { classifySendFailure, readFailure } from '../src/fcm-errors.ts';
 import { deviceToken, FakeFcm, type FcmOutcome } from '../src/testing/fake-fcm.ts';
 import { failureOf, provider, pushTo } from './helpers.ts';
 

@@ -1,4 +1,4 @@
-import { permanentError, rateLimitedError, transientError, type ProviderError } from '@ens/plugin-sdk';
+import { permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
 
 /** Twilio's REST error body: https://www.twilio.com/docs/usage/twilios-response#response-formats-exceptions */
 export interface TwilioErrorBody {
@@ -17,15 +17,6 @@ function parseErrorBody(text: string): TwilioErrorBody | null {
   } catch {
     return null;
   }
-}
-
-/** Retry-After is delta-seconds or an HTTP-date (RFC 9110 §10.2.3). */
-export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
-  if (header === null || header.trim() === '') return undefined;
-  const v = header.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const at = Date.parse(v);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** "twilio 21211: The 'To' number … is not a valid phone number." — Twilio's own words become last_error. */

@@ -6,7 +6,8 @@ import { conformanceTest, recordingContext, type RecordingContext, type TapLike 
 import plugin from '../src/index.ts';
 import fixture from '../src/conformance.ts';
 import type { TwilioConfig } from '../src/config.ts';
-import { classifyResponse, retryAfterMs } from '../src/error-classes.ts';
+import { retryAfterMs } from '@ens/plugin-sdk';
+import { classifyResponse } from '../src/error-classes.ts';
 import { formParams, twilioSignature, verifyTwilioSignature } from '../src/signature.ts';
 import { FakeTwilio } from '../src/testing/fake-twilio.ts';
 

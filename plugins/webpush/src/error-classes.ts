@@ -1,13 +1,4 @@
-import { deviceGoneError, permanentError, rateLimitedError, transientError, type ProviderError } from '@ens/plugin-sdk';
-
-/** Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP date; undefined when absent or unreadable. */
-export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
-  if (value === null) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const at = Date.parse(v);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
+import { deviceGoneError, permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
 
 /**
  * The push service's reason in a line for last_error. Services answer in their own shapes:

@@ -6,7 +6,8 @@ import { conformanceTest, recordingContext, type TapLike } from '@ens/plugin-sdk
 import plugin from '../src/index.ts';
 import fixture, { pushTo } from '../src/conformance.ts';
 import type { WebPushConfig } from '../src/config-schema.ts';
-import { describeBody, retryAfterMs } from '../src/error-classes.ts';
+import { retryAfterMs } from '@ens/plugin-sdk';
+import { describeBody } from '../src/error-classes.ts';
 import { FakePushService, MAX_BODY_OCTETS, type FakeSubscription } from '../src/testing/fake-push-service.ts';
 
 const PKG = '@ens/plugin-webpush';

@@ -1,4 +1,4 @@
-import { permanentError, rateLimitedError, transientError, type ProviderError } from '@ens/plugin-sdk';
+import { permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
 
 /**
  * Turns a Graph API error answer into ENS's three kinds. Meta asks integrators to key on `code`
@@ -45,14 +45,6 @@ export function describeGraphError(e: GraphError): string {
   const message = raw.replace(/^\(#\d+\)\s*/, '');
   const details = e.error_data?.details;
   return `whatsapp ${Number.isFinite(code) ? code : '?'}: ${message}${typeof details === 'string' && details !== '' && details !== message ? ` (${details})` : ''}`;
-}
-
-export function retryAfterMs(header: string | null): number | undefined {
-  if (header === null) return undefined;
-  const secs = Number(header);
-  if (Number.isFinite(secs) && secs >= 0) return Math.round(secs * 1000);
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
 /** Classifies one non-2xx answer; `text` is the body as received, for answers that are not Graph JSON. */
