@@ -5,7 +5,7 @@
 //   signed with X-Acme-Signature: hex HMAC-SHA256(webhookSecret, raw body).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Type } from 'typebox';
-import { definePlugin, permanentError, rateLimitedError, transientError } from '@ens/plugin-sdk';
+import { definePlugin, permanentError, rateLimitedError, retryAfterMs, transientError } from '@ens/plugin-sdk';
 
 const Config = Type.Object(
   {
@@ -22,10 +22,7 @@ const Config = Type.Object(
 async function refusal(res) {
   const body = await res.json().catch(() => ({}));
   const text = `acme ${res.status} ${body.error?.code ?? ''}: ${body.error?.message ?? res.statusText}`.trim();
-  if (res.status === 429) {
-    const seconds = Number(res.headers.get('retry-after'));
-    return rateLimitedError(text, Number.isFinite(seconds) ? seconds * 1000 : undefined);
-  }
+  if (res.status === 429) return rateLimitedError(text, retryAfterMs(res.headers.get('retry-after')));
   if (res.status >= 500 || res.status === 401 || res.status === 403) return transientError(text);
   return permanentError(text);
 }
