@@ -16,10 +16,11 @@ const HELP = `ens — the ENS operator command
   ens clients limits CLIENT_ID [--rate N|default] [--daily-quota sms=N,email=default,...]
   ens callbacks dead-letters [--client CLIENT_ID] [--limit N]
   ens callbacks replay CALLBACK_ID... | --client CLIENT_ID
+  ens staff grant EMAIL | revoke EMAIL | list     console superusers (/ops/)
 
 Configuration comes from environment variables; see the README.`;
 
-const COMMANDS = new Set(['serve', 'migrate', 'clients', 'callbacks']);
+const COMMANDS = new Set(['serve', 'migrate', 'clients', 'callbacks', 'staff']);
 
 /** Errors that are the operator's to fix (bad configuration or plugin settings, a missing engine): one line, exit 2. */
 const OPERATOR_ERRORS = new Set(['ENS_ERR_CONFIG', 'ENS_ERR_ENGINE_MISSING', 'ENS_ERR_PLUGIN']);
@@ -76,6 +77,11 @@ async function main(argv: string[]): Promise<void> {
     case 'callbacks': {
       const { callbacksCommand } = await import('./commands/callbacks.ts');
       return callbacksCommand(config, { sub, ids: sub === 'replay' ? rest : [], client: values.client, limit: values.limit });
+    }
+    // Issue 4: console superuser grants.
+    case 'staff': {
+      const { staffCommand } = await import('./commands/staff.ts');
+      return staffCommand(config, { sub, email: rest[0] });
     }
   }
 }

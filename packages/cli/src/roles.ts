@@ -3,6 +3,7 @@ import type { Runtime } from '@ens/core';
 import { buildApi, webhookRoutes } from '@ens/service-api';
 import { startCallbacks } from '@ens/service-callbacks';
 import { startFeed } from '@ens/service-feed';
+import { startAlertEvaluator } from '@ens/service-ops';
 import { closeProviders, loadConfiguredProviders, startWorker, type LoadedProviders } from '@ens/service-worker';
 
 export const ROLES = ['api', 'worker', 'callbacks', 'feed'] as const;
@@ -58,6 +59,10 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
       await app.listen(listen);
       stops.push(() => app.close());
       api = app;
+      // Issue 4: console alert rules are evaluated where the console is served. Several API
+      // processes may run it: one evaluates per round (advisory lock), and each firing notifies once.
+      const alerts = startAlertEvaluator(rt);
+      stops.push(() => alerts.stop());
     }
   } catch (e) {
     await stop();

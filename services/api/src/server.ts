@@ -4,6 +4,7 @@ import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { ClientDirectory, httpDuration, type Runtime } from '@ens/core';
+import { opsConsole } from '@ens/service-ops';
 import { AccessTokens } from './auth/access-token.ts';
 import { clientAuthenticator } from './auth/require-client.ts';
 import { tokenRoute } from './auth/token-route.ts';
@@ -85,6 +86,9 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     tenantRoutes(v2, rt);
     deviceRoutes(v2, rt);
   });
+  // Issue 4: the operations console. Its own scope (outside /v2's token auth), with its own
+  // cookies, sessions and CSRF; it answers 503 on every /ops/ URL when ENS_OPS_ISSUER is unset.
+  await app.register(opsConsole(rt), { prefix: '/ops' });
   for (const register of opts.plugins ?? []) await register(app);
   return app;
 }

@@ -1,0 +1,115 @@
+import { createHash } from 'node:crypto';
+import { acceptHandoff, isEnsError, newId, planDeliveries, wakeSenders, type Handoff, type Runtime } from '@ens/core';
+
+/** The internal client and tenant that alert emails are sent as, made on first use. */
+export const ALERTS_CLIENT_NAME = 'ens-ops-alerts';
+export const ALERTS_TENANT = 'ens-ops';
+export const ALERTS_EVENT_TYPE = 'ens.ops.alert';
+
+export interface AlertNotice {
+  firingId: string;
+  rule: { id: string; name: string; scope: string; value: string; window_minutes: number; min_volume: number; threshold_percent: number };
+  startedAt: string;
+  total: number;
+  failed: number;
+  ratePercent: number;
+  consoleUrl: string;
+}
+
+const WEBHOOK_TIMEOUT_MS = 10_000;
+
+/** The alert email: plain words an on-call person can act on from a phone. */
+export function alertEmail(n: AlertNotice, to: string): Handoff {
+  const what = `${n.rule.scope === 'event_type' ? 'event type' : 'tenant'} ${n.rule.value}`;
+  return {
+    tenant: ALERTS_TENANT,
+    event_type: ALERTS_EVENT_TYPE,
+    reference: `alert-firing-${n.firingId}`,
+    messages: [
+      {
+        channel: 'email',
+        recipients: [to],
+        content: {
+          kind: 'rendered',
+          subject: `[ENS alert] ${n.rule.name}: ${n.ratePercent}% of ${what} deliveries failed`,
+          body:
+            `The ENS alert "${n.rule.name}" is firing.\n\n` +
+            `${n.failed} of ${n.total} deliveries of ${what} that ended in the last ${n.rule.window_minutes} minutes failed (${n.ratePercent}%). ` +
+            `The rule fires at ${n.rule.threshold_percent}% with at least ${n.rule.min_volume} deliveries.\n\n` +
+            `Since: ${n.startedAt}\nConsole: ${n.consoleUrl}\n`,
+        },
+      },
+    ],
+  };
+}
+
+/** Finds the alerts client, or makes it; an advisory lock keeps two processes from making two. */
+async function alertsClient(rt: Runtime): Promise<string> {
+  const c = await rt.db.connect();
+  try {
+    await c.query('SELECT pg_advisory_lock(7466005)');
+    const found = await c.query<{ id: string }>('SELECT id FROM clients WHERE name = $1 AND disabled_at IS NULL ORDER BY created_at LIMIT 1', [ALERTS_CLIENT_NAME]);
+    const id = found.rows[0]?.id ?? (await rt.clients.create(ALERTS_CLIENT_NAME, false)).client_id;
+    await rt.tenants.create(id, { tenant: ALERTS_TENANT, name: 'ENS operations console alerts' });
+    return id;
+  } finally {
+    await c.query('SELECT pg_advisory_unlock(7466005)').catch(() => {});
+    c.release();
+  }
+}
+
+/**
+ * Sends the alert email through ENS's own email channel: the same accept path as POST
+ * /v2/messages, with the firing as the idempotency key, so a retry after a crash cannot send twice.
+ */
+export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): Promise<void> {
+  const clientId = await alertsClient(rt);
+  const client = await rt.clients.get(clientId);
+  const handoff = alertEmail(n, to);
+  const planned = planDeliveries(handoff, { maxRecipients: rt.config.maxRecipients });
+  const handoffId = newId();
+  const deliveries = planned.map((p) => ({ id: newId(), channel: p.channel, recipient: p.recipient }));
+  const body = JSON.stringify({ handoff_id: handoffId, tenant: handoff.tenant, event_type: handoff.event_type, reference: handoff.reference, status: 'pending', deliveries: deliveries.map((d) => ({ delivery_id: d.id, channel: d.channel, recipient: d.recipient, status: 'pending' })) });
+  try {
+    const r = await acceptHandoff(rt.db, {
+      clientId,
+      idempotencyKey: `alert-firing-${n.firingId}`,
+      requestHash: createHash('sha256').update(`alert-firing-${n.firingId}`).digest('base64url'),
+      responseBody: body,
+      handoffId,
+      tenant: handoff.tenant,
+      eventType: handoff.event_type,
+      reference: handoff.reference ?? null,
+      callbackUrl: null,
+      messages: { email: handoff.messages[0]!.content },
+      deliveries,
+      quota: (ch) => client?.dailyQuota[ch] ?? rt.config.dailyQuota,
+    });
+    if (r.outcome === 'created') wakeSenders(rt.nc, deliveries, rt.logger);
+  } catch (e) {
+    // Sent before (the key was used with other numbers): once per firing is what we want.
+    if (isEnsError(e) && e.code === 'ENS_ERR_IDEMPOTENCY_KEY_REUSED') return;
+    throw e;
+  }
+}
+
+export async function postAlertWebhook(url: string, n: AlertNotice): Promise<void> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'user-agent': 'ens-ops-alerts' },
+    body: JSON.stringify({
+      type: 'ens.alert.firing',
+      firing_id: n.firingId,
+      rule: n.rule,
+      started_at: n.startedAt,
+      total: n.total,
+      failed: n.failed,
+      rate_percent: n.ratePercent,
+      console_url: n.consoleUrl,
+    }),
+    signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+    redirect: 'error',
+  });
+  await res.body?.cancel().catch(() => {});
+  if (!res.ok) throw new Error(`the webhook answered HTTP ${res.status}`);
+}

@@ -1,0 +1,53 @@
+import { isoSql, type Db } from '@ens/core';
+
+export interface ClientListRow {
+  id: string;
+  name: string;
+  disabled: boolean;
+  has_callback_secret: boolean;
+  rate_limit: number | null;
+  daily_quota: Record<string, number>;
+  created_at: string;
+  /** Deliveries created today (UTC) per channel. */
+  usage: Record<string, number>;
+}
+
+export const CLIENT_PAGE = 50;
+
+/**
+ * Clients in creation order, keyset-paged on (created_at, id), with today's usage counted for the
+ * page's clients in one statement (the same count as ClientStore.usageToday, through the feed index).
+ */
+export async function listClients(db: Db, after: { at: string; id: string } | null): Promise<{ rows: ClientListRow[]; next: string | null }> {
+  const { rows } = await db.query(
+    `SELECT id, name, disabled_at IS NOT NULL AS disabled, callback_secret_enc IS NOT NULL AS has_callback_secret, rate_limit, daily_quota,
+            ${isoSql('created_at')} AS created_at
+       FROM clients WHERE ($1::timestamptz IS NULL OR (clients.created_at, clients.id) > ($1::timestamptz, $2::text))
+      ORDER BY clients.created_at, clients.id LIMIT $3`,
+    [after?.at ?? null, after?.id ?? null, CLIENT_PAGE + 1],
+  );
+  const page = rows.slice(0, CLIENT_PAGE) as ClientListRow[];
+  const usage = await usageToday(db, page.map((r) => r.id));
+  for (const r of page) r.usage = usage.get(r.id) ?? {};
+  const last = page[page.length - 1];
+  return { rows: page, next: rows.length > CLIENT_PAGE && last ? `${last.created_at}|${last.id}` : null };
+}
+
+export async function usageToday(db: Db, ids: string[]): Promise<Map<string, Record<string, number>>> {
+  const out = new Map<string, Record<string, number>>();
+  if (ids.length === 0) return out;
+  const { rows } = await db.query<{ client_id: string; channel: string; n: number }>(
+    `SELECT client_id, channel, count(*)::int AS n FROM deliveries
+      WHERE client_id = ANY($1::text[])
+        AND created_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+        AND (updated_at IS NULL OR updated_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+      GROUP BY client_id, channel`,
+    [ids],
+  );
+  for (const r of rows) {
+    const m = out.get(r.client_id) ?? {};
+    m[r.channel] = r.n;
+    out.set(r.client_id, m);
+  }
+  return out;
+}

@@ -1,0 +1,123 @@
+import { inTransaction, isoSql, type Db } from '@ens/core';
+
+export interface DeliveryFilters {
+  reference?: string;
+  recipient?: string;
+  tenant?: string;
+  client?: string;
+  channel?: string;
+  status?: string;
+  event_type?: string;
+  /** ISO timestamps (already validated). */
+  since?: string;
+  until?: string;
+  /** The last id of the previous page. */
+  after?: string;
+}
+
+export interface DeliveryListRow {
+  id: string;
+  created_at: string;
+  client_id: string;
+  tenant: string;
+  event_type: string;
+  reference: string | null;
+  channel: string;
+  recipient: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+}
+
+export const PAGE_SIZE = 50;
+
+/** How long one search may run before the page asks for a narrower one. */
+const SEARCH_TIMEOUT_MS = 5000;
+
+export class SearchTooSlow extends Error {}
+
+/**
+ * Newest first, 50 at a time, keyset-paged on the primary key: ids are UUIDv7, so id order is
+ * creation order, and since/until become a range of the primary key (ens_uuid7_floor) that
+ * PostgreSQL walks backwards until it has a page.
+ */
+export async function searchDeliveries(db: Db, f: DeliveryFilters): Promise<{ rows: DeliveryListRow[]; next: string | null }> {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  const add = (sql: (p: string) => string, v: unknown) => {
+    values.push(v);
+    where.push(sql(`$${values.length}`));
+  };
+  if (f.reference) add((p) => `reference = ${p}`, f.reference);
+  if (f.recipient) add((p) => `recipient = ${p}`, f.recipient);
+  if (f.tenant) add((p) => `tenant = ${p}`, f.tenant);
+  if (f.client) add((p) => `client_id = ${p}`, f.client);
+  if (f.channel) add((p) => `channel = ${p}`, f.channel);
+  if (f.status) add((p) => `status = ${p}`, f.status);
+  if (f.event_type) add((p) => `event_type = ${p}`, f.event_type);
+  if (f.since) add((p) => `deliveries.id >= ens_uuid7_floor(${p}::timestamptz) AND deliveries.created_at >= ${p}::timestamptz`, f.since);
+  if (f.until) add((p) => `deliveries.id < ens_uuid7_floor(${p}::timestamptz + interval '1 millisecond') AND deliveries.created_at < ${p}::timestamptz`, f.until);
+  if (f.after) add((p) => `deliveries.id < ${p}::uuid`, f.after);
+  values.push(PAGE_SIZE + 1);
+  const sql = `SELECT id::text, ${isoSql('created_at')} AS created_at, client_id, tenant, event_type, reference, channel, recipient, status, attempts, last_error
+                 FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+                ORDER BY deliveries.id DESC LIMIT $${values.length}`;
+  try {
+    const rows = await inTransaction(db, async (c) => {
+      await c.query(`SET LOCAL statement_timeout = ${SEARCH_TIMEOUT_MS}`);
+      return (await c.query<DeliveryListRow>(sql, values)).rows;
+    });
+    const next = rows.length > PAGE_SIZE ? rows[PAGE_SIZE - 1]!.id : null;
+    return { rows: rows.slice(0, PAGE_SIZE), next };
+  } catch (e) {
+    if ((e as { code?: string }).code === '57014') throw new SearchTooSlow('search timed out', { cause: e });
+    throw e;
+  }
+}
+
+export interface DeliveryDetail {
+  delivery: Record<string, unknown>;
+  attempts: Record<string, unknown>[];
+  events: Record<string, unknown>[];
+  callbacks: (Record<string, unknown> & { attempts_list: Record<string, unknown>[] })[];
+}
+
+export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail | null> {
+  const d = await db.query(
+    `SELECT d.id::text, d.handoff_id::text, d.client_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, d.status, d.attempts,
+            d.provider, d.provider_message_id, ${isoSql('d.created_at')} AS created_at, ${isoSql('d.updated_at')} AS updated_at,
+            ${isoSql('d.sent_at')} AS sent_at, ${isoSql('d.delivered_at')} AS delivered_at, ${isoSql('d.read_at')} AS read_at,
+            ${isoSql('d.next_attempt_at')} AS next_attempt_at, d.last_error, h.callback_url
+       FROM deliveries d JOIN handoffs h ON h.id = d.handoff_id WHERE d.id = $1`,
+    [id],
+  );
+  if (!d.rows[0]) return null;
+  const [attempts, events, callbacks, cbAttempts] = await Promise.all([
+    db.query(
+      `SELECT number, provider, outcome, error, provider_message_id, ${isoSql('started_at')} AS started_at, ${isoSql('finished_at')} AS finished_at
+         FROM attempts WHERE delivery_id = $1 ORDER BY number`,
+      [id],
+    ),
+    db.query(
+      `SELECT kind, ${isoSql('occurred_at')} AS occurred_at, ${isoSql('received_at')} AS received_at, detail
+         FROM delivery_events WHERE delivery_id = $1 ORDER BY delivery_events.occurred_at, delivery_events.id`,
+      [id],
+    ),
+    db.query(
+      `SELECT id::text, url, status, attempts, last_error, ${isoSql('created_at')} AS created_at, ${isoSql('updated_at')} AS updated_at, ${isoSql('next_attempt_at')} AS next_attempt_at
+         FROM callbacks WHERE delivery_id = $1 ORDER BY callbacks.created_at, callbacks.id`,
+      [id],
+    ),
+    db.query(
+      `SELECT a.callback_id::text, a.number, ${isoSql('a.at')} AS at, a.http_status, a.error
+         FROM callback_attempts a JOIN callbacks c ON c.id = a.callback_id WHERE c.delivery_id = $1 ORDER BY a.callback_id, a.number`,
+      [id],
+    ),
+  ]);
+  return {
+    delivery: d.rows[0],
+    attempts: attempts.rows,
+    events: events.rows,
+    callbacks: callbacks.rows.map((c) => ({ ...c, attempts_list: cbAttempts.rows.filter((a) => a.callback_id === c.id) })),
+  };
+}

@@ -1,0 +1,257 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CHANNELS, type Channel, type ClientRow, type IssuedClient, type Tenant } from '@ens/core';
+import { claimSubmission, newSubmissionId, recordSubmission } from '../form-submissions.ts';
+import { listClients, usageToday, type ClientListRow } from '../queries/clients.ts';
+import { actorOf, formValue, pageContext, queryValue, redirectWithFlash, sendPage, type ConsoleDeps } from '../request-context.ts';
+import { actionButton, field, orDash, pager, query, time } from '../views/components.ts';
+import { html, raw, type Html } from '../views/html.ts';
+import { consolePage, csrfField } from '../views/layout.ts';
+
+const TENANT_PAGE = 50;
+const QUOTA_FIELDS = CHANNELS.map((c) => ({ channel: c, name: `quota_${c}` }));
+
+/** Parses a keyset cursor `timestamp|id` from a page link. */
+export function parseCursor(v: string): { at: string; id: string } | null {
+  const i = v.indexOf('|');
+  if (i <= 0) return null;
+  const at = v.slice(0, i);
+  if (Number.isNaN(Date.parse(at))) return null;
+  return { at, id: v.slice(i + 1) };
+}
+
+function limitsText(deps: ConsoleDeps, r: { rate_limit: number | null; daily_quota: Record<string, number> }): { rate: string; quotas: Record<string, string> } {
+  const q = (n: number) => (n === 0 ? 'unlimited' : String(n));
+  return {
+    rate: `${r.rate_limit ?? deps.rt.config.rateLimit}/s${r.rate_limit === null ? ' (default)' : ''}`,
+    quotas: Object.fromEntries(CHANNELS.map((c) => [c, `${q(r.daily_quota[c] ?? deps.rt.config.dailyQuota)}${r.daily_quota[c] === undefined ? ' (default)' : ''}`])),
+  };
+}
+
+function createForm(csrf: string, values: { name: string; callback: boolean }, error?: string): Html {
+  return html`<form id="create-client" method="post" action="/ops/clients" class="card" aria-labelledby="create-client-h">
+<h2 id="create-client-h">Create client</h2>
+${csrfField(csrf)}
+<input type="hidden" name="submission" value="${newSubmissionId()}">
+${field({ name: 'name', label: 'Name', value: values.name, error, required: true, hint: 'Who uses it, e.g. billing-service' })}
+<div class="field checkbox"><input id="f-callback_secret" name="callback_secret" type="checkbox"${values.callback ? raw(' checked') : ''}> <label for="f-callback_secret">Issue a callback secret</label></div>
+<div class="actions"><button type="submit" class="button">Create client</button></div>
+</form>`;
+}
+
+function clientsTable(deps: ConsoleDeps, rows: ClientListRow[]): Html {
+  return html`<table id="clients">
+<caption>Clients, oldest first. Usage is today's (UTC) deliveries; quota 0 is unlimited.</caption>
+<thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">State</th><th scope="col">Callback secret</th><th scope="col">Rate limit</th>
+${CHANNELS.map((c) => html`<th scope="col" class="num">${c}: used / quota</th>`)}<th scope="col">Created</th></tr></thead>
+<tbody>
+${rows.length === 0 ? html`<tr><td colspan="${6 + CHANNELS.length}" class="muted">No client yet.</td></tr>` : ''}
+${rows.map((r) => {
+  const l = limitsText(deps, r);
+  return html`<tr data-client-id="${r.id}"><td><a href="/ops/clients/${encodeURIComponent(r.id)}">${r.name}</a></td><td><code>${r.id}</code></td>
+<td>${r.disabled ? html`<span class="badge status-failed">disabled</span>` : html`<span class="badge status-sent">active</span>`}</td>
+<td>${r.has_callback_secret ? 'yes' : 'no'}</td><td>${l.rate}</td>
+${CHANNELS.map((c) => html`<td class="num">${r.usage[c] ?? 0} / ${l.quotas[c]}</td>`)}<td>${time(r.created_at)}</td></tr>`;
+})}
+</tbody>
+</table>`;
+}
+
+function secretPage(title: string, issued: IssuedClient, clientName: string | null): Html {
+  const item = (id: string, label: string, value: string) => html`<div class="secret">
+<dt>${label}</dt>
+<dd><code id="${id}">${value}</code> <button type="button" data-copy="${id}">Copy</button></dd>
+</div>`;
+  return html`<h1>${title} — shown once</h1>
+<p class="warning">Copy ${issued.client_secret && issued.callback_secret ? 'these secrets' : 'this secret'} now and store ${issued.client_secret && issued.callback_secret ? 'them' : 'it'} in your secret manager. ENS keeps ${issued.client_secret && issued.callback_secret ? 'only a hash of the client secret and an encrypted copy of the callback secret' : issued.client_secret ? 'only a hash' : 'only an encrypted copy'}, and this page will not show ${issued.client_secret && issued.callback_secret ? 'them' : 'it'} again.</p>
+<dl class="secrets">
+${clientName ? html`<div class="secret"><dt>Name</dt><dd>${clientName}</dd></div>` : ''}
+${item('client-id', 'Client id', issued.client_id)}
+${issued.client_secret ? item('client-secret', 'Client secret', issued.client_secret) : ''}
+${issued.callback_secret ? item('callback-secret', 'Callback secret', issued.callback_secret) : ''}
+</dl>
+<p id="copy-status" class="copy-status" role="status" aria-live="polite"></p>
+<p><a href="/ops/clients/${encodeURIComponent(issued.client_id)}">Go to the client</a></p>`;
+}
+
+type LimitErrors = Partial<Record<string, string>>;
+
+function detailPage(deps: ConsoleDeps, csrf: string, c: ClientRow, usage: Record<string, number>, tenants: Tenant[], tenantsNext: string | null, form?: { values: Record<string, string>; errors: LimitErrors }): Html {
+  const l = limitsText(deps, { rate_limit: c.rateLimit, daily_quota: c.dailyQuota as Record<string, number> });
+  const v = form?.values ?? {
+    rate: c.rateLimit === null ? '' : String(c.rateLimit),
+    ...Object.fromEntries(QUOTA_FIELDS.map((q) => [q.name, c.dailyQuota[q.channel] === undefined ? '' : String(c.dailyQuota[q.channel])])),
+  };
+  const e = form?.errors ?? {};
+  const id = encodeURIComponent(c.id);
+  return html`<h1>Client ${c.name}</h1>
+<dl class="facts">
+<div><dt>Client id</dt><dd><code>${c.id}</code></dd></div>
+<div><dt>State</dt><dd>${c.disabled ? html`<span class="badge status-failed">disabled</span>` : html`<span class="badge status-sent">active</span>`}</dd></div>
+<div><dt>Callback secret</dt><dd>${c.callbackSecretEnc ? 'issued' : 'none (no callbacks are posted)'}</dd></div>
+<div><dt>Created</dt><dd>${time(c.createdAt)}</dd></div>
+</dl>
+
+<section aria-labelledby="actions-h" class="card">
+<h2 id="actions-h">Actions</h2>
+<div class="button-row">
+${actionButton(`/ops/clients/${id}/rotate-secret`, 'Rotate client secret', csrf, { hidden: { submission: newSubmissionId() } })}
+${actionButton(`/ops/clients/${id}/callback-secret`, c.callbackSecretEnc ? 'Replace callback secret' : 'Issue callback secret', csrf, { hidden: { submission: newSubmissionId() } })}
+${c.disabled ? '' : actionButton(`/ops/clients/${id}/disable`, 'Disable client', csrf, { danger: true })}
+</div>
+<p class="muted">Rotating keeps tokens already issued valid until they expire. Disabling cuts off the client's tokens at once and cannot be undone here.</p>
+<p><a href="/ops/deliveries${query({ client: c.id })}">Deliveries of this client</a> · <a href="/ops/dead-letters${query({ client: c.id })}">Dead-letter callbacks of this client</a></p>
+</section>
+
+<section aria-labelledby="usage-h">
+<h2 id="usage-h">Usage today and limits</h2>
+<table id="usage">
+<caption>Deliveries created today (UTC) against the daily quota; 0 or unlimited means no quota</caption>
+<thead><tr><th scope="col">Channel</th><th scope="col" class="num">Used today</th><th scope="col">Daily quota</th></tr></thead>
+<tbody>${CHANNELS.map((ch) => html`<tr data-channel="${ch}"><th scope="row">${ch}</th><td class="num">${usage[ch] ?? 0}</td><td>${l.quotas[ch]}</td></tr>`)}</tbody>
+</table>
+<p>Request rate limit: ${l.rate}</p>
+<form id="limits" method="post" action="/ops/clients/${id}/limits" class="card" aria-labelledby="limits-h">
+<h3 id="limits-h">Change limits</h3>
+${csrfField(csrf)}
+${e.form ? html`<p class="error-summary" role="alert">${e.form}</p>` : ''}
+${field({ name: 'rate', label: 'Requests per second', value: v.rate, error: e.rate, hint: `Empty: the default (${deps.rt.config.rateLimit}/s)`, attrs: raw(' inputmode="numeric"') })}
+${QUOTA_FIELDS.map((q) => field({ name: q.name, label: `Daily ${q.channel} quota`, value: v[q.name], error: e[q.name], hint: `Empty: the default (${deps.rt.config.dailyQuota === 0 ? 'unlimited' : deps.rt.config.dailyQuota}); 0: unlimited`, attrs: raw(' inputmode="numeric"') }))}
+<div class="actions"><button type="submit" class="button">Save limits</button></div>
+</form>
+</section>
+
+<section aria-labelledby="tenants-h">
+<h2 id="tenants-h">Tenants</h2>
+<table id="tenants">
+<caption>Tenants of this client, by id</caption>
+<thead><tr><th scope="col">Tenant</th><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Deliveries</th></tr></thead>
+<tbody>
+${tenants.length === 0 ? html`<tr><td colspan="4" class="muted">No tenant.</td></tr>` : ''}
+${tenants.map((t) => html`<tr data-tenant="${t.tenant}"><td><code>${t.tenant}</code></td><td>${orDash(t.name)}</td><td>${time(t.created_at)}</td><td><a href="/ops/deliveries${query({ client: c.id, tenant: t.tenant })}">Search</a></td></tr>`)}
+</tbody>
+</table>
+${pager(tenantsNext, (a) => `/ops/clients/${id}${query({ tenants_after: a })}`)}
+</section>`;
+}
+
+/** Checks the limits form: each value empty (the default) or a whole number in range. */
+export function parseLimits(body: unknown): { values: Record<string, string>; errors: LimitErrors; limits: { rateLimit: number | null; dailyQuota: Partial<Record<Channel, number | null>> } } {
+  const values: Record<string, string> = { rate: formValue(body, 'rate').trim() };
+  const errors: LimitErrors = {};
+  let rateLimit: number | null = null;
+  if (values.rate) {
+    if (!/^\d{1,9}$/.test(values.rate) || Number(values.rate) < 1) errors.rate = 'Enter a whole number of requests per second, 1 or more, or leave it empty for the default.';
+    else rateLimit = Number(values.rate);
+  }
+  const dailyQuota: Partial<Record<Channel, number | null>> = {};
+  for (const q of QUOTA_FIELDS) {
+    const v = formValue(body, q.name).trim();
+    values[q.name] = v;
+    if (!v) dailyQuota[q.channel] = null;
+    else if (!/^\d{1,9}$/.test(v)) errors[q.name] = 'Enter a whole number of messages (0 for unlimited), or leave it empty for the default.';
+    else dailyQuota[q.channel] = Number(v);
+  }
+  return { values, errors, limits: { rateLimit, dailyQuota } };
+}
+
+export function clientRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
+  const { rt } = deps;
+
+  const renderList = async (req: FastifyRequest, reply: FastifyReply, status: number, form: { name: string; callback: boolean }, error?: string) => {
+    const after = parseCursor(queryValue(req.query, 'after'));
+    const { rows, next } = await listClients(rt.db, after);
+    const ctx = pageContext(req, reply, deps, 'clients');
+    return sendPage(
+      reply,
+      status,
+      consolePage(ctx, 'Clients', html`<h1>Clients</h1>
+${error ? html`<p class="error-summary" role="alert">The client was not created: fix the marked field.</p>` : ''}
+${createForm(ctx.csrf, form, error)}
+${clientsTable(deps, rows)}
+${pager(next, (a) => `/ops/clients${query({ after: a })}`)}`),
+    );
+  };
+
+  const renderDetail = async (req: FastifyRequest, reply: FastifyReply, id: string, status: number, form?: { values: Record<string, string>; errors: LimitErrors }) => {
+    const ctx = pageContext(req, reply, deps, 'clients');
+    const c = await rt.clients.get(id);
+    if (!c) return sendPage(reply, 404, consolePage(ctx, 'Client not found', html`<h1>Client not found</h1><p>No client has the id <code>${id}</code>.</p><p><a href="/ops/clients">All clients</a></p>`));
+    const tenantsAfter = queryValue(req.query, 'tenants_after') || undefined;
+    const [usage, tenants] = await Promise.all([
+      usageToday(rt.db, [id]).then((m) => m.get(id) ?? {}),
+      rt.tenants.list(id, { after: tenantsAfter, limit: TENANT_PAGE + 1 }),
+    ]);
+    const page = tenants.slice(0, TENANT_PAGE);
+    const next = tenants.length > TENANT_PAGE ? page[page.length - 1]!.tenant : null;
+    return sendPage(reply, status, consolePage(ctx, `Client ${c.name}`, detailPage(deps, ctx.csrf, c, usage, page, next, form)));
+  };
+
+  /** A form already acted on (a reload of the secret page): back to the client, no secret, nothing done again. */
+  const alreadyDone = (reply: FastifyReply, clientId: string | null) =>
+    redirectWithFlash(
+      reply,
+      deps,
+      clientId ? `/ops/clients/${encodeURIComponent(clientId)}` : '/ops/clients',
+      'That form was already submitted: nothing was done again, and the secrets it produced were shown once only. Rotate the secret if it was not copied.',
+    );
+
+  const showSecret = (req: FastifyRequest, reply: FastifyReply, title: string, issued: IssuedClient, name: string | null) => {
+    const ctx = pageContext(req, reply, deps, 'clients');
+    return sendPage(reply.header('pragma', 'no-cache'), 200, consolePage(ctx, title, secretPage(title, issued, name)));
+  };
+
+  app.get('/clients', async (req, reply) => renderList(req, reply, 200, { name: '', callback: false }));
+
+  app.post('/clients', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const name = formValue(req.body, 'name').trim();
+    const callback = formValue(req.body, 'callback_secret') !== '';
+    let error: string | undefined;
+    if (!name) error = 'Enter a name for the client.';
+    else if (name.length > 200) error = 'Use at most 200 characters.';
+    if (error) return renderList(req, reply, 400, { name, callback }, error);
+    const submission = formValue(req.body, 'submission');
+    const claim = await claimSubmission(rt.db, submission);
+    if (!claim.fresh) return alreadyDone(reply, claim.result);
+    const issued = await rt.clients.create(name, callback);
+    await recordSubmission(rt.db, submission, issued.client_id);
+    await deps.audit.write({ ...actorOf(req), action: 'client.create', target: issued.client_id, detail: { name, callback_secret: callback } });
+    return showSecret(req, reply, 'New client credentials', issued, name);
+  });
+
+  app.get<{ Params: { id: string } }>('/clients/:id', async (req, reply) => renderDetail(req, reply, req.params.id, 200));
+
+  const notFound = (req: FastifyRequest, reply: FastifyReply, id: string) =>
+    sendPage(reply, 404, consolePage(pageContext(req, reply, deps, 'clients'), 'Client not found', html`<h1>Client not found</h1><p>No client has the id <code>${id}</code>.</p>`));
+
+  app.post<{ Params: { id: string } }>('/clients/:id/rotate-secret', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const claim = await claimSubmission(rt.db, formValue(req.body, 'submission'));
+    if (!claim.fresh) return alreadyDone(reply, req.params.id);
+    const issued = await rt.clients.rotateSecret(req.params.id);
+    if (!issued) return notFound(req, reply, req.params.id);
+    await deps.audit.write({ ...actorOf(req), action: 'client.rotate_secret', target: req.params.id });
+    return showSecret(req, reply, 'New client secret', issued, null);
+  });
+
+  app.post<{ Params: { id: string } }>('/clients/:id/callback-secret', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const claim = await claimSubmission(rt.db, formValue(req.body, 'submission'));
+    if (!claim.fresh) return alreadyDone(reply, req.params.id);
+    const issued = await rt.clients.issueCallbackSecret(req.params.id);
+    if (!issued) return notFound(req, reply, req.params.id);
+    await deps.audit.write({ ...actorOf(req), action: 'client.issue_callback_secret', target: req.params.id });
+    return showSecret(req, reply, 'New callback secret', issued, null);
+  });
+
+  app.post<{ Params: { id: string } }>('/clients/:id/disable', { preHandler: app.csrfProtection }, async (req, reply) => {
+    if (!(await rt.clients.disable(req.params.id))) return notFound(req, reply, req.params.id);
+    await deps.audit.write({ ...actorOf(req), action: 'client.disable', target: req.params.id });
+    return redirectWithFlash(reply, deps, `/ops/clients/${encodeURIComponent(req.params.id)}`, 'Client disabled: its tokens no longer work.');
+  });
+
+  app.post<{ Params: { id: string } }>('/clients/:id/limits', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const { values, errors, limits } = parseLimits(req.body);
+    if (Object.keys(errors).length > 0) return renderDetail(req, reply, req.params.id, 400, { values, errors: { ...errors, form: 'The limits were not saved: fix the marked fields.' } });
+    if (!(await rt.clients.setLimits(req.params.id, limits))) return notFound(req, reply, req.params.id);
+    await deps.audit.write({ ...actorOf(req), action: 'client.limits', target: req.params.id, detail: { rate_limit: limits.rateLimit, daily_quota: limits.dailyQuota } });
+    return redirectWithFlash(reply, deps, `/ops/clients/${encodeURIComponent(req.params.id)}`, 'Limits saved.');
+  });
+}

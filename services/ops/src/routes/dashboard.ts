@@ -1,0 +1,117 @@
+import type { FastifyInstance } from 'fastify';
+import { CHANNELS } from '@ens/core';
+import { loadSummary, STATUSES, type ByChannel, type FiringAlert, type Summary } from '../queries/summary.ts';
+import { pageContext, sendPage, type ConsoleDeps } from '../request-context.ts';
+import { channelChart, percent, query, time } from '../views/components.ts';
+import { html, type Html } from '../views/html.ts';
+import { consolePage } from '../views/layout.ts';
+
+function channelTable(id: string, caption: string, counts: ByChannel): Html {
+  return html`<table id="${id}">
+<caption>${caption}</caption>
+<thead><tr><th scope="col">Channel</th>${STATUSES.map((s) => html`<th scope="col" class="num">${s}</th>`)}<th scope="col" class="num">total</th></tr></thead>
+<tbody>
+${CHANNELS.map((c) => {
+  const row = counts[c] ?? { pending: 0, sent: 0, failed: 0 };
+  const total = STATUSES.reduce((s, st) => s + row[st], 0);
+  return html`<tr data-channel="${c}"><th scope="row">${c}</th>${STATUSES.map((s) => html`<td data-status="${s}">${row[s]}</td>`)}<td class="num">${total}</td></tr>`;
+})}
+</tbody>
+</table>`;
+}
+
+export function firingTable(alerts: FiringAlert[]): Html {
+  if (alerts.length === 0) return html`<p class="ok-note">No alert is firing.</p>`;
+  return html`<table id="firing-alerts">
+<caption>Alerts firing now</caption>
+<thead><tr><th scope="col">Rule</th><th scope="col">Watches</th><th scope="col" class="num">Failure rate</th><th scope="col" class="num">Threshold</th><th scope="col" class="num">Ended / failed</th><th scope="col">Since</th></tr></thead>
+<tbody>
+${alerts.map((a) => html`<tr data-rule-id="${a.rule_id}" class="firing"><td>${a.name}</td><td>${a.scope} <code>${a.value}</code></td><td class="num">${percent(a.rate_percent)}</td><td class="num">${percent(a.threshold_percent)}</td><td class="num">${a.total} / ${a.failed}</td><td>${time(a.started_at)}</td></tr>`)}
+</tbody>
+</table>`;
+}
+
+function dashboard(s: Summary): Html {
+  const fr = s.failure_rates;
+  return html`<h1>Dashboard</h1>
+<p class="muted">Numbers from the database at ${time(s.generated_at)}. Reload for fresh ones.</p>
+
+<section id="alerts-firing" aria-labelledby="alerts-firing-h">
+<h2 id="alerts-firing-h">Alerts firing</h2>
+${firingTable(s.alerts_firing)}
+</section>
+
+<section id="deliveries" aria-labelledby="deliveries-h" class="grid-2">
+<h2 id="deliveries-h" class="span-2">Deliveries by channel and status</h2>
+<div>
+<h3>Last hour</h3>
+${channelChart('Deliveries created in the last hour, by channel and status', s.deliveries.last_hour)}
+${channelTable('deliveries-last-hour', 'Deliveries created in the last hour', s.deliveries.last_hour)}
+</div>
+<div>
+<h3>Last 24 hours</h3>
+${channelChart('Deliveries created in the last 24 hours, by channel and status', s.deliveries.last_day)}
+${channelTable('deliveries-last-day', 'Deliveries created in the last 24 hours', s.deliveries.last_day)}
+</div>
+</section>
+
+<section id="callbacks-health" aria-labelledby="callbacks-h">
+<h2 id="callbacks-h">Callbacks</h2>
+<dl class="stats">
+<div><dt>Backlog (waiting to be posted)</dt><dd id="callback-backlog">${s.callbacks.backlog}</dd></div>
+<div><dt>Dead letters</dt><dd id="dead-letters">${s.callbacks.dead_letters}</dd></div>
+</dl>
+<p><a href="/ops/dead-letters">Review dead letters</a></p>
+</section>
+
+<section id="failure-rates" aria-labelledby="failure-rates-h" class="grid-2">
+<h2 id="failure-rates-h" class="span-2">Failure rates, last 24 hours</h2>
+<p class="muted span-2">Failed deliveries among those that ended (sent or failed), most failures first; at most 20 rows each.</p>
+<table id="failures-by-event-type">
+<caption>By event type</caption>
+<thead><tr><th scope="col">Event type</th><th scope="col" class="num">Deliveries</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Failure rate</th></tr></thead>
+<tbody>
+${fr.by_event_type.length === 0 ? html`<tr><td colspan="4" class="muted">No deliveries in the last 24 hours.</td></tr>` : ''}
+${fr.by_event_type.map((r) => html`<tr data-event-type="${r.event_type}"><td><a href="/ops/deliveries${query({ event_type: r.event_type, status: 'failed' })}">${r.event_type}</a></td><td class="num">${r.total}</td><td class="num">${r.failed}</td><td class="num">${percent(r.rate_percent)}</td></tr>`)}
+</tbody>
+</table>
+<table id="failures-by-tenant">
+<caption>By tenant</caption>
+<thead><tr><th scope="col">Tenant</th><th scope="col">Client</th><th scope="col" class="num">Deliveries</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Failure rate</th></tr></thead>
+<tbody>
+${fr.by_tenant.length === 0 ? html`<tr><td colspan="5" class="muted">No deliveries in the last 24 hours.</td></tr>` : ''}
+${fr.by_tenant.map((r) => html`<tr data-tenant="${r.tenant}"><td><a href="/ops/deliveries${query({ tenant: r.tenant, client: r.client_id, status: 'failed' })}">${r.tenant}</a></td><td><a href="/ops/clients/${encodeURIComponent(r.client_id)}"><code>${r.client_id}</code></a></td><td class="num">${r.total}</td><td class="num">${r.failed}</td><td class="num">${percent(r.rate_percent)}</td></tr>`)}
+</tbody>
+</table>
+</section>
+
+<section id="provider-health" aria-labelledby="provider-health-h">
+<h2 id="provider-health-h">Provider health, last ${s.provider_window_minutes} minutes</h2>
+${s.providers.length === 0
+  ? html`<p class="muted">No send attempts in the last ${s.provider_window_minutes} minutes.</p>`
+  : html`<table id="providers">
+<caption>Send attempts per provider</caption>
+<thead><tr><th scope="col">Provider</th><th scope="col">State</th><th scope="col" class="num">Sent</th><th scope="col" class="num">Transient failures</th><th scope="col" class="num">Rate limited</th><th scope="col" class="num">Permanent failures</th><th scope="col" class="num">Lost</th><th scope="col" class="num">In flight</th></tr></thead>
+<tbody>
+${s.providers.map((p) => {
+  const troubled = p.up === false || (p.transient + p.rate_limited > 0 && p.sent === 0);
+  const state = p.up === false ? 'taken out' : troubled ? 'failing' : 'healthy';
+  return html`<tr data-provider="${p.provider}"><th scope="row"><code>${p.provider}</code></th><td><span class="badge ${troubled ? 'status-failed' : 'status-sent'}">${state}</span></td><td class="num">${p.sent}</td><td class="num">${p.transient}</td><td class="num">${p.rate_limited}</td><td class="num">${p.permanent}</td><td class="num">${p.lost}</td><td class="num">${p.in_flight}</td></tr>`;
+})}
+</tbody>
+</table>`}
+<p class="muted">"Taken out" comes from the fail-over state of the worker in this process; the counts come from the database.</p>
+</section>`;
+}
+
+export function dashboardRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
+  app.get('/', async (req, reply) => {
+    const summary = await loadSummary(deps.rt.db);
+    return sendPage(reply, 200, consolePage(pageContext(req, reply, deps, 'dashboard'), 'Dashboard', dashboard(summary)));
+  });
+
+  app.get('/api/summary', async (_req, reply) => {
+    const summary = await loadSummary(deps.rt.db);
+    return reply.header('cache-control', 'no-store').send(summary);
+  });
+}

@@ -1,0 +1,94 @@
+import t from 'tap';
+import Fastify from 'fastify';
+import type { Runtime } from '@ens/core';
+import { html, raw } from '../src/views/html.ts';
+import { superuserSources, isSuperuser, groupsFromClaim } from '../src/staff/superuser.ts';
+import { checkIssuer } from '../src/oidc.ts';
+import { safeReturnTo } from '../src/routes/auth.ts';
+import { parseTime } from '../src/routes/deliveries.ts';
+import { parseLimits } from '../src/routes/clients.ts';
+import { parseRule } from '../src/routes/alerts.ts';
+import { isFiring } from '../src/alerts/evaluator.ts';
+import { opsConsole } from '../src/console.ts';
+
+t.test('html escapes every interpolation unless raw', async (t) => {
+  const evil = `<script>alert("x")</script>&'`;
+  t.equal(html`<p>${evil}</p>`.value, '<p>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;</p>');
+  t.equal(html`<p title="${evil}">${raw('<b>ok</b>')}</p>`.value, '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;"><b>ok</b></p>');
+  t.equal(html`<ul>${['<a>', html`<li>x</li>`]}</ul>`.value, '<ul>&lt;a&gt;<li>x</li></ul>', 'arrays: each item escaped or kept');
+  t.equal(html`${null}${undefined}${false}${0}`.value, '0');
+});
+
+t.test('superuser decision', async (t) => {
+  const ops = { superuserGroup: 'ens-admins', superusers: ['boss@example.com', 'sub-42'] };
+  const base = { subject: 'sub-1', email: 'ann@example.com', groups: [] as string[], granted: false };
+  t.same(superuserSources(base, ops), [], 'nobody by default');
+  t.notOk(isSuperuser(base, ops));
+  t.same(superuserSources({ ...base, groups: ['staff', 'ens-admins'] }, ops), ['group'], 'the configured group at the last sign-in');
+  t.same(superuserSources({ ...base, groups: ['ENS-ADMINS'] }, ops), [], 'group names match exactly');
+  t.same(superuserSources({ ...base, email: 'Boss@Example.com' }, ops), ['allow-list'], 'email in ENS_OPS_SUPERUSERS, any case');
+  t.same(superuserSources({ ...base, subject: 'SUB-42', email: null }, ops), ['allow-list'], 'subject in ENS_OPS_SUPERUSERS');
+  t.same(superuserSources({ ...base, granted: true }, ops), ['grant'], 'ens staff grant');
+  t.same(superuserSources({ ...base, granted: true, groups: ['ens-admins'] }, ops), ['group', 'grant'], 'every source is named');
+  t.same(superuserSources({ ...base, groups: ['ens-admins'] }, { superuserGroup: null, superusers: [] }), [], 'no group configured: groups grant nothing');
+  t.same(groupsFromClaim(['a', 1, 'b']), ['a', 'b']);
+  t.same(groupsFromClaim('ops team'), ['ops team']);
+  t.same(groupsFromClaim(undefined), []);
+});
+
+t.test('issuer: https, or http on loopback only', async (t) => {
+  t.equal(checkIssuer('https://id.example.com/realms/x').hostname, 'id.example.com');
+  t.equal(checkIssuer('http://127.0.0.1:9000').port, '9000');
+  t.equal(checkIssuer('http://localhost:9000').hostname, 'localhost');
+  t.throws(() => checkIssuer('http://id.example.com'), { code: 'ENS_ERR_CONFIG', message: /ENS_OPS_ISSUER: http:\/\/id\.example\.com must use https/ });
+  t.throws(() => checkIssuer('http://10.0.0.5'), { code: 'ENS_ERR_CONFIG' });
+});
+
+t.test('return_to stays inside the console', async (t) => {
+  t.equal(safeReturnTo('/ops/clients?after=x'), '/ops/clients?after=x');
+  t.equal(safeReturnTo('/ops'), '/ops');
+  for (const bad of ['https://evil.example/ops/', '//evil.example/ops/', '/opsx', '/ops\\..\\x', '/ops/../v2/tenants', '/ops/ x', undefined, ['/ops/']]) {
+    t.equal(safeReturnTo(bad), '/ops/', `refuses ${JSON.stringify(bad)}`);
+  }
+});
+
+t.test('form parsing', async (t) => {
+  t.equal(parseTime('2025-01-31T14:00'), '2025-01-31T14:00:00.000Z', 'datetime-local is UTC');
+  t.equal(parseTime('2025-01-31T14:00:00+02:00'), '2025-01-31T12:00:00.000Z');
+  t.equal(parseTime('yesterday'), null);
+
+  const ok = parseLimits({ rate: '50', quota_sms: '1000', quota_email: '', quota_push: '0', quota_whatsapp: ' ' });
+  t.same(ok.errors, {});
+  t.same(ok.limits, { rateLimit: 50, dailyQuota: { sms: 1000, email: null, push: 0, whatsapp: null } });
+  const bad = parseLimits({ rate: '0', quota_sms: '-1', quota_email: 'lots' });
+  t.same(Object.keys(bad.errors).sort(), ['quota_email', 'quota_sms', 'rate'], 'one message per bad field');
+
+  const rule = parseRule({ name: 'Orders', scope: 'event_type', value: 'order.shipped', window_minutes: '15', min_volume: '20', threshold_percent: '12.5', destination: 'oncall@example.com' }, 100);
+  t.same(rule.errors, {});
+  t.match(rule.rule, { destination_kind: 'email', threshold_percent: 12.5, window_minutes: 15 });
+  const hook = parseRule({ name: 'x', scope: 'tenant', value: 'acme', window_minutes: '5', min_volume: '1', threshold_percent: '100', destination: 'https://hooks.example.com/ens' }, 100);
+  t.equal(hook.rule?.destination_kind, 'webhook');
+  const wrong = parseRule({ name: '', scope: 'planet', value: '', window_minutes: '0', min_volume: 'x', threshold_percent: '101', destination: 'not an address' }, 100);
+  t.same(Object.keys(wrong.errors).sort(), ['destination', 'min_volume', 'name', 'scope', 'threshold_percent', 'value', 'window_minutes']);
+  t.equal(wrong.rule, null);
+});
+
+t.test('alert condition', async (t) => {
+  t.ok(isFiring({ total: 20, failed: 2, min_volume: 20, threshold: 10 }), 'at the threshold with the minimum volume');
+  t.notOk(isFiring({ total: 19, failed: 19, min_volume: 20, threshold: 10 }), 'below the minimum volume');
+  t.notOk(isFiring({ total: 100, failed: 9, min_volume: 1, threshold: 10 }), 'below the threshold');
+  t.notOk(isFiring({ total: 0, failed: 0, min_volume: 0, threshold: 1 }), 'nothing ended');
+});
+
+t.test('without ENS_OPS_ISSUER every /ops/ URL answers 503 naming the variables', async (t) => {
+  const app = Fastify();
+  const rt = { config: { ops: null } } as unknown as Runtime;
+  await app.register(opsConsole(rt), { prefix: '/ops' });
+  t.teardown(() => app.close());
+  for (const [method, url] of [['GET', '/ops/'], ['GET', '/ops'], ['GET', '/ops/clients'], ['POST', '/ops/clients'], ['GET', '/ops/api/summary']] as const) {
+    const res = await app.inject({ method, url });
+    t.equal(res.statusCode, 503, `${method} ${url}`);
+    t.match(res.body, /The console is not configured/);
+    t.match(res.body, /ENS_OPS_ISSUER[\s\S]*ENS_OPS_CLIENT_ID[\s\S]*ENS_OPS_CLIENT_SECRET/);
+  }
+});

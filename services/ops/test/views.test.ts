@@ -1,0 +1,311 @@
+import t from 'tap';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { smsHandoff, startTestService, uniqueKey, waitFor } from '../../../test/harness/service.ts';
+import { startReceiver } from '../../../test/harness/receiver.ts';
+import { evaluateAlerts } from '../src/alerts/evaluator.ts';
+import { ConsoleBrowser, csrfOf, signInDirectly } from './console-session.ts';
+
+/**
+ * The console's pages and actions against a running service with real deliveries: the numbers
+ * on the dashboard, the search, clients and their secrets, dead-letter replay, alert rules, the
+ * audit log, and the start of the sign-in.
+ */
+
+// A provider that only answers discovery: enough to see where /ops/login sends the browser.
+const idp = createServer((req, res) => {
+  const base = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
+  if (req.url === '/.well-known/openid-configuration') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        issuer: base,
+        authorization_endpoint: `${base}/auth`,
+        token_endpoint: `${base}/token`,
+        jwks_uri: `${base}/jwks`,
+        response_types_supported: ['code'],
+        subject_types_supported: ['public'],
+        id_token_signing_alg_values_supported: ['RS256'],
+      }),
+    );
+  } else res.writeHead(404).end();
+});
+await new Promise<void>((r) => idp.listen(0, '127.0.0.1', r));
+t.teardown(() => new Promise<void>((r) => idp.close(() => r())));
+const issuer = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
+
+const svc = await startTestService(t, {
+  env: {
+    ENS_OPS_ISSUER: issuer,
+    ENS_OPS_CLIENT_ID: 'ens-console',
+    ENS_OPS_CLIENT_SECRET: 'console-secret',
+    ENS_OPS_SUPERUSERS: 'boss@example.com',
+    ENS_CALLBACK_BACKOFF: '50ms',
+  },
+});
+const rt = svc.rt;
+const b = new ConsoleBrowser(svc.baseUrl);
+await signInDirectly(rt, b, { subject: 'sub-boss', email: 'boss@example.com' });
+
+t.test('sign-in starts at the provider with PKCE, state and nonce', async (t) => {
+  const anon = new ConsoleBrowser(svc.baseUrl);
+  const r = await anon.get('/ops/login?return_to=%2Fops%2Fclients');
+  t.equal(r.status, 302);
+  const to = new URL(r.headers.get('location')!);
+  t.equal(`${to.origin}${to.pathname}`, `${issuer}/auth`);
+  t.equal(to.searchParams.get('response_type'), 'code');
+  t.equal(to.searchParams.get('client_id'), 'ens-console');
+  t.equal(to.searchParams.get('redirect_uri'), `${svc.baseUrl}/ops/callback`);
+  t.equal(to.searchParams.get('code_challenge_method'), 'S256');
+  t.match(to.searchParams.get('code_challenge'), /^[A-Za-z0-9_-]{43}$/);
+  t.ok(to.searchParams.get('state'));
+  t.ok(to.searchParams.get('nonce'));
+  t.equal(to.searchParams.get('scope'), 'openid email profile');
+  const cookie = r.headers.getSetCookie().find((c) => c.startsWith('ens_ops_login='));
+  t.match(cookie, /HttpOnly/i);
+  t.match(cookie, /SameSite=Lax/i);
+  t.match(cookie, /Path=\/ops/);
+  // A callback without the browser's login state is refused politely.
+  const cb = await new ConsoleBrowser(svc.baseUrl).get('/ops/callback?code=x&state=y');
+  t.equal(cb.status, 400);
+  t.match(cb.text, /could not be completed/);
+  const refused = await anon.get('/ops/callback?error=access_denied&error_description=nope');
+  t.equal(refused.status, 401);
+  t.match(refused.text, /access_denied: nope/);
+});
+
+t.test('the dashboard shows the database numbers', async (t) => {
+  const c = await svc.createClient({ name: 'dash' });
+  await svc.tenant(c, 'acme');
+  t.equal((await svc.send(c, smsHandoff('acme', ['+15550001111', '+15550002222', '+15550000000'], { event_type: 'order.shipped' }))).status, 202);
+  t.equal((await svc.send(c, { tenant: 'acme', event_type: 'promo', messages: [{ channel: 'email', recipients: ['a@example.com', 'fail@example.com'], content: { kind: 'rendered', subject: 's', body: 'b' } }] })).status, 202);
+  await waitFor(async () => (await rt.db.query(`SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'pending'`, [c.clientId])).rows[0].n === 0, 15_000, 'deliveries to end');
+  const page = await b.get('/ops/');
+  t.equal(page.status, 200);
+  const { rows } = await rt.db.query(`SELECT channel, status, count(*)::int AS n FROM deliveries WHERE created_at > now() - interval '1 hour' GROUP BY 1, 2`);
+  for (const table of ['deliveries-last-hour', 'deliveries-last-day']) {
+    const section = new RegExp(`<table id="${table}">([\\s\\S]*?)</table>`).exec(page.text)![1]!;
+    for (const ch of ['sms', 'email', 'push', 'whatsapp']) {
+      const row = new RegExp(`<tr data-channel="${ch}">([\\s\\S]*?)</tr>`).exec(section)![1]!;
+      for (const st of ['pending', 'sent', 'failed']) {
+        const n = Number(new RegExp(`<td data-status="${st}"[^>]*>(\\d+)</td>`).exec(row)![1]);
+        t.equal(n, rows.find((r) => r.channel === ch && r.status === st)?.n ?? 0, `${table} ${ch} ${st}`);
+      }
+    }
+  }
+  t.match(page.text, /<svg role="img" aria-label="Deliveries created in the last hour, by channel and status: sms 2 sent, 0 pending, 1 failed; email 1 sent, 0 pending, 1 failed/);
+  t.match(page.text, /<section id="failure-rates"[\s\S]*<table id="failures-by-event-type">[\s\S]*data-event-type="promo"[\s\S]*<table id="failures-by-tenant">[\s\S]*data-tenant="acme"/);
+  t.match(page.text, /<dd id="callback-backlog">\d+<\/dd>/);
+  t.match(page.text, /<dd id="dead-letters">\d+<\/dd>/);
+  t.match(page.text, /<section id="provider-health"[\s\S]*<tr data-provider="sandbox">/);
+  t.match(page.text, /<section id="alerts-firing"/);
+  const summary = JSON.parse((await b.get('/ops/api/summary')).text);
+  t.match(summary.failure_rates.by_event_type.find((r: { event_type: string }) => r.event_type === 'promo'), { total: 2, failed: 1, rate_percent: 50 });
+  t.match(summary.providers.find((p: { provider: string }) => p.provider === 'sandbox'), { sent: Number, permanent: Number });
+});
+
+t.test('delivery search and page', async (t) => {
+  const c = await svc.createClient({ name: 'search' });
+  await svc.tenant(c, 'shop');
+  const sent = await svc.send(c, smsHandoff('shop', ['+15557770001'], { reference: 'ref-777', event_type: 'otp' }));
+  const id = sent.body.deliveries[0].delivery_id as string;
+  await waitFor(async () => (await rt.db.query(`SELECT status FROM deliveries WHERE id = $1`, [id])).rows[0].status === 'sent', 10_000, 'sent');
+  const byRef = await b.get('/ops/deliveries?reference=ref-777');
+  t.equal(byRef.status, 200);
+  t.equal((byRef.text.match(/<tr data-delivery-id=/g) ?? []).length, 1);
+  t.match(byRef.text, new RegExp(`<tr data-delivery-id="${id}">\\s*<td><a href="/ops/deliveries/${id}">`));
+  for (const label of ['Reference', 'Recipient', 'Tenant', 'Client', 'Channel', 'Status', 'Event type', 'Since', 'Until']) t.match(byRef.text, new RegExp(`<label for="[^"]+">${label}</label>`), `label ${label}`);
+  t.equal((await b.get(`/ops/deliveries?recipient=%2B15557770001&client=${c.clientId}&tenant=shop&channel=sms&status=sent&event_type=otp&since=2000-01-01T00:00`)).text.match(/<tr data-delivery-id=/g)?.length, 1, 'all filters together');
+  t.equal((await b.get('/ops/deliveries?reference=ref-777&status=failed')).text.match(/<tr data-delivery-id=/g), null);
+  t.equal((await b.get('/ops/deliveries?reference=ref-777&until=2000-01-01T00:00')).text.match(/<tr data-delivery-id=/g), null, 'until excludes');
+  const bad = await b.get('/ops/deliveries?since=yesterday&channel=fax');
+  t.equal(bad.status, 400);
+  t.match(bad.text, /Not a time/);
+  t.match(bad.text, /Choose one of sms, email, push, whatsapp/);
+  t.match(bad.text, /aria-invalid="true"/);
+
+  const page = await b.get(`/ops/deliveries/${id}`);
+  t.equal(page.status, 200);
+  t.match(page.text, new RegExp(`<h1>Delivery <code>${id}</code></h1>`));
+  t.match(page.text, /<table id="attempts">[\s\S]*<code>sandbox<\/code>[\s\S]*status-sent/);
+  t.match(page.text, /<table id="events">/);
+  t.match(page.text, /<table id="callbacks">/);
+  t.equal((await b.get('/ops/deliveries/not-a-uuid')).status, 404);
+});
+
+t.test('keyset paging of the search', async (t) => {
+  const c = await svc.createClient({ name: 'pages' });
+  await svc.tenant(c, 'bulk');
+  const recipients = Array.from({ length: 120 }, (_, i) => `+1555880${String(i).padStart(4, '0')}`);
+  t.equal((await svc.send(c, smsHandoff('bulk', recipients))).status, 202);
+  const seen = new Set<string>();
+  let url: string | null = `/ops/deliveries?client=${c.clientId}`;
+  let pages = 0;
+  while (url) {
+    const r = await b.get(url);
+    for (const m of r.text.matchAll(/<tr data-delivery-id="([^"]+)"/g)) seen.add(m[1]!);
+    const next = /<a class="button secondary" rel="next" href="([^"]+)">Next page<\/a>/.exec(r.text);
+    url = next ? next[1]!.replace(/&amp;/g, '&') : null;
+    pages++;
+  }
+  t.equal(pages, 3);
+  t.equal(seen.size, 120, 'every delivery once');
+});
+
+t.test('clients: create shows the secrets once; rotate, callback secret, limits, disable', async (t) => {
+  const list = await b.get('/ops/clients');
+  t.match(list.text, /<form id="create-client" method="post" action="\/ops\/clients"/);
+  t.match(list.text, /<label for="f-name">Name<\/label>/);
+  t.match(list.text, /<label for="f-callback_secret">Issue a callback secret<\/label>/);
+  t.match(list.text, /<button type="submit" class="button">Create client<\/button>/);
+  const token = csrfOf(list.text);
+
+  const empty = await b.post('/ops/clients', { _csrf: token, name: '  ' });
+  t.equal(empty.status, 400);
+  t.match(empty.text, /Enter a name for the client/);
+
+  const submission = /name="submission" value="([^"]+)"/.exec(list.text)![1]!;
+  const created = await b.post('/ops/clients', { _csrf: token, submission, name: 'Billing <svc>', callback_secret: 'on' });
+  t.equal(created.status, 200);
+  t.equal(created.headers.get('cache-control'), 'no-store');
+  t.match(created.text, /<h1>[^<]*shown once<\/h1>/);
+  t.match(created.text, /Billing &lt;svc&gt;/, 'escaped');
+  const clientId = /<code id="client-id">([^<]+)<\/code>/.exec(created.text)![1]!;
+  const secret = /<code id="client-secret">([^<]+)<\/code>/.exec(created.text)![1]!;
+  const cbSecret = /<code id="callback-secret">([^<]+)<\/code>/.exec(created.text)![1]!;
+  t.match(cbSecret, /^whsec_/);
+  t.match(created.text, /<button type="button" data-copy="client-secret">Copy<\/button>/);
+  t.match(created.text, /aria-live="polite"/);
+  // The secret works against the token endpoint.
+  const tok = await fetch(`${svc.baseUrl}/v1/oauth2/token/`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret }) });
+  t.equal(tok.status, 200);
+  // A reload re-posts the same form: nothing is created again and no secret is shown.
+  const reload = await b.post('/ops/clients', { _csrf: token, submission, name: 'Billing <svc>', callback_secret: 'on' });
+  t.equal(reload.status, 303, 'a reload of the secret page');
+  t.equal(reload.headers.get('location'), `/ops/clients/${clientId}`);
+  t.equal((await rt.db.query(`SELECT count(*)::int AS n FROM clients WHERE name = 'Billing <svc>'`)).rows[0].n, 1, 'no second client');
+  const detail = await b.get(`/ops/clients/${clientId}`);
+  t.equal(detail.status, 200);
+  t.match(detail.text, /id="flash" role="status">That form was already submitted/);
+  t.notMatch(detail.text, new RegExp(secret.replace(/[-_]/g, '.')), 'the client page never shows the secret');
+  t.notMatch(detail.text, /whsec_/);
+  t.match((await b.get('/ops/clients')).text, new RegExp(`<tr data-client-id="${clientId}">`));
+
+  const rotateForm = new RegExp(`action="/ops/clients/${clientId}/rotate-secret"[\\s\\S]*?name="submission" value="([^"]+)"`).exec(detail.text)![1]!;
+  const rotated = await b.post(`/ops/clients/${clientId}/rotate-secret`, { _csrf: csrfOf(detail.text), submission: rotateForm });
+  t.equal(rotated.status, 200);
+  const rotatedAgain = await b.post(`/ops/clients/${clientId}/rotate-secret`, { _csrf: csrfOf(detail.text), submission: rotateForm });
+  t.equal(rotatedAgain.status, 303, 'a reload does not rotate again');
+  const secret2 = /<code id="client-secret">([^<]+)<\/code>/.exec(rotated.text)![1]!;
+  t.not(secret2, secret);
+  const cb = await b.post(`/ops/clients/${clientId}/callback-secret`, { _csrf: csrfOf(detail.text) });
+  t.match(cb.text, /<code id="callback-secret">whsec_/);
+  t.notMatch(cb.text, /id="client-secret"/);
+
+  const badLimits = await b.post(`/ops/clients/${clientId}/limits`, { _csrf: csrfOf(detail.text), rate: 'fast', quota_sms: '-5', quota_email: '10' });
+  t.equal(badLimits.status, 400);
+  t.match(badLimits.text, /Enter a whole number of requests per second/);
+  t.match(badLimits.text, /Enter a whole number of messages/);
+  t.match(badLimits.text, /value="fast"/, 'what was typed is kept');
+  const limits = await b.post(`/ops/clients/${clientId}/limits`, { _csrf: csrfOf(detail.text), rate: '25', quota_sms: '1000', quota_email: '', quota_push: '', quota_whatsapp: '' });
+  t.equal(limits.status, 303);
+  const row = await rt.clients.get(clientId);
+  t.equal(row!.rateLimit, 25);
+  t.same(row!.dailyQuota, { sms: 1000 });
+  const after = await b.get(`/ops/clients/${clientId}`);
+  t.match(after.text, /<p id="flash" role="status">Limits saved.<\/p>/);
+  t.notMatch((await b.get(`/ops/clients/${clientId}`)).text, /id="flash"/, 'a flash shows once');
+
+  const disabled = await b.post(`/ops/clients/${clientId}/disable`, { _csrf: csrfOf(after.text) });
+  t.equal(disabled.status, 303);
+  t.equal(disabled.headers.get('location'), `/ops/clients/${clientId}`);
+  t.equal((await rt.clients.get(clientId))!.disabled, true);
+
+  const { rows } = await rt.db.query(`SELECT action FROM audit_log WHERE target = $1 ORDER BY id`, [clientId]);
+  t.same(rows.map((r) => r.action), ['client.create', 'client.rotate_secret', 'client.issue_callback_secret', 'client.limits', 'client.disable']);
+});
+
+t.test('dead letters: list, replay one, replay all for a client', async (t) => {
+  const receiver = await startReceiver(t, [500, 500, 500, 500, 200]);
+  const c = await svc.createClient({ name: 'deadly', callbackSecret: true });
+  await svc.tenant(c, 'dl');
+  await svc.send(c, smsHandoff('dl', ['+15559990001', '+15559990002'], { callback_url: receiver.url }));
+  const dead = await waitFor(async () => {
+    const { rows } = await rt.db.query(`SELECT id::text FROM callbacks WHERE client_id = $1 AND status = 'dead' ORDER BY id`, [c.clientId]);
+    return rows.length === 2 ? rows.map((r) => r.id as string) : null;
+  }, 15_000, 'two dead letters');
+  const page = await b.get(`/ops/dead-letters?client=${c.clientId}`);
+  t.match(page.text, /<table id="dead-letters">/);
+  for (const id of dead) t.match(page.text, new RegExp(`<tr data-callback-id="${id}">[\\s\\S]*?>Replay</button>`));
+  t.match(page.text, />Replay all for this client<\/button>/);
+  const postsBefore = receiver.posts.length;
+  const one = await b.post(`/ops/dead-letters/${dead[0]}/replay`, { _csrf: csrfOf(page.text), back: `/ops/dead-letters?client=${c.clientId}` });
+  t.equal(one.status, 303);
+  t.equal(one.headers.get('location'), `/ops/dead-letters?client=${c.clientId}`);
+  await waitFor(async () => receiver.posts.length > postsBefore, 10_000, 'the replayed callback to be posted again');
+  const all = await b.post('/ops/dead-letters/replay-all', { _csrf: csrfOf(page.text), client_id: c.clientId });
+  t.equal(all.status, 303);
+  const flash = await b.get(all.headers.get('location')!);
+  t.match(flash.text, /<p id="flash" role="status">1 callbacks queued again<\/p>/);
+  await waitFor(async () => (await rt.db.query(`SELECT count(*)::int AS n FROM callbacks WHERE client_id = $1 AND status = 'delivered'`, [c.clientId])).rows[0].n >= 1, 10_000, 'a replayed callback delivered');
+  const { rows } = await rt.db.query(`SELECT action, detail FROM audit_log WHERE action LIKE 'dead_letter.%' ORDER BY id`);
+  t.same(rows.map((r) => r.action), ['dead_letter.replay', 'dead_letter.replay_all']);
+});
+
+t.test('alerts: rules, firing, one notification per firing, resolution', async (t) => {
+  const hook = await startReceiver(t, [200]);
+  const page = await b.get('/ops/alerts');
+  const token = csrfOf(page.text);
+  const bad = await b.post('/ops/alerts', { _csrf: token, name: '', scope: 'event_type', value: 'x', window_minutes: '0', min_volume: '1', threshold_percent: '50', destination: 'nope' });
+  t.equal(bad.status, 400);
+  t.match(bad.text, /Give the rule a name/);
+  t.match(bad.text, /from 1 to 1440/);
+  t.match(bad.text, /neither a valid email address nor a webhook URL/);
+  const ok = await b.post('/ops/alerts', { _csrf: token, name: 'Alerts test', scope: 'event_type', value: 'alert.test', window_minutes: '60', min_volume: '2', threshold_percent: '50', destination: hook.url });
+  t.equal(ok.status, 303);
+  const mail = await b.post('/ops/alerts', { _csrf: token, name: 'Mail test', scope: 'tenant', value: 'alerting', window_minutes: '60', min_volume: '2', threshold_percent: '50', destination: 'oncall@example.com' });
+  t.equal(mail.status, 303);
+
+  const c = await svc.createClient({ name: 'alerting' });
+  await svc.tenant(c, 'alerting');
+  await svc.send(c, smsHandoff('alerting', ['+15556660000', '+15556610000', '+15556620001'], { event_type: 'alert.test' }));
+  await waitFor(async () => (await rt.db.query(`SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'pending'`, [c.clientId])).rows[0].n === 0, 10_000, 'deliveries to end');
+
+  const first = await evaluateAlerts(rt);
+  t.equal(first.fired.length, 2, 'both rules fire');
+  t.equal(first.notified.length, 2);
+  t.equal(hook.posts.length, 1, 'the webhook got one post');
+  const body = JSON.parse(hook.posts[0]!.raw.toString());
+  t.match(body, { type: 'ens.alert.firing', rule: { name: 'Alerts test', value: 'alert.test' }, total: 3, failed: 2, rate_percent: 66.67 });
+  const emails = await rt.db.query(`SELECT d.recipient, d.event_type, c.name FROM deliveries d JOIN clients c ON c.id = d.client_id WHERE d.tenant = 'ens-ops'`);
+  t.same(emails.rows, [{ recipient: 'oncall@example.com', event_type: 'ens.ops.alert', name: 'ens-ops-alerts' }], 'the email went through the email channel as ens-ops-alerts');
+
+  const second = await evaluateAlerts(rt);
+  t.same([second.fired, second.notified], [[], []], 'still firing: no second notification');
+  t.equal(hook.posts.length, 1);
+
+  const dash = await b.get('/ops/');
+  t.match(dash.text, /<section id="alerts-firing"[\s\S]*Alerts test[\s\S]*<\/section>/);
+  const alertsPage = await b.get('/ops/alerts');
+  t.match(alertsPage.text, /Alerts test[\s\S]*firing/);
+
+  // Deleting the rule is audited; its firings go with it.
+  const ruleId = /<tr data-rule-id="(\d+)"><td>Alerts test/.exec(alertsPage.text)![1]!;
+  const del = await b.post(`/ops/alerts/${ruleId}/delete`, { _csrf: csrfOf(alertsPage.text) });
+  t.equal(del.status, 303);
+  t.equal((await rt.db.query('SELECT count(*)::int AS n FROM alert_firings WHERE rule_id = $1', [ruleId])).rows[0].n, 0);
+
+  // The tenant rule resolves when its window holds no more failures.
+  await rt.db.query(`UPDATE alert_rules SET min_volume = 1000 WHERE name = 'Mail test'`);
+  const third = await evaluateAlerts(rt);
+  t.equal(third.resolved.length, 1, 'resolved');
+  const audit = await b.get('/ops/audit');
+  t.match(audit.text, /<table id="audit">[\s\S]*alert_rule\.delete[\s\S]*alert_rule\.create/);
+});
+
+t.test('ens staff grant is visible in the audit page', async (t) => {
+  const { AuditLog } = await import('../src/staff/audit-log.ts');
+  await new AuditLog(rt.db).write({ actor: 'cli', action: 'staff.grant', target: 'new@example.com' });
+  const audit = await b.get('/ops/audit');
+  t.match(audit.text, /<td>cli<\/td><td><code>staff\.grant<\/code><\/td><td>new@example.com<\/td>/);
+  t.ok(uniqueKey());
+});
