@@ -1,14 +1,7 @@
-import { isoSql, type Db } from '@ens/core';
+import { isoSql, type Db, type DeadLetter } from '@ens/core';
 
-export interface DeadLetterRow {
-  id: string;
-  delivery_id: string;
-  client_id: string;
-  url: string;
-  attempts: number;
-  last_error: string | null;
-  updated_at: string;
-}
+/** The CLI's dead-letter shape, less created_at, which the console does not show. */
+export type DeadLetterRow = Omit<DeadLetter, 'created_at'>;
 
 export const DEAD_PAGE = 50;
 
