@@ -78,7 +78,6 @@ async function main(argv: string[]): Promise<void> {
       const { callbacksCommand } = await import('./commands/callbacks.ts');
       return callbacksCommand(config, { sub, ids: sub === 'replay' ? rest : [], client: values.client, limit: values.limit });
     }
-    // Issue 4: console superuser grants.
     case 'staff': {
       const { staffCommand } = await import('./commands/staff.ts');
       return staffCommand(config, { sub, email: rest[0] });

@@ -59,7 +59,7 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
       await app.listen(listen);
       stops.push(() => app.close());
       api = app;
-      // Issue 4: console alert rules are evaluated where the console is served. Several API
+      // Console alert rules are evaluated where the console is served. Several API
       // processes may run it: one evaluates per round (advisory lock), and each firing notifies once.
       const alerts = startAlertEvaluator(rt);
       stops.push(() => alerts.stop());

@@ -86,7 +86,7 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     tenantRoutes(v2, rt);
     deviceRoutes(v2, rt);
   });
-  // Issue 4: the operations console. Its own scope (outside /v2's token auth), with its own
+  // The operations console: its own scope (outside /v2's token auth), with its own
   // cookies, sessions and CSRF; it answers 503 on every /ops/ URL when ENS_OPS_ISSUER is unset.
   await app.register(opsConsole(rt), { prefix: '/ops' });
   for (const register of opts.plugins ?? []) await register(app);

@@ -1,4 +1,3 @@
-// Issue 4: `ens staff grant|revoke|list`, the console's superuser grants from the command line.
 import type { Config } from '@ens/core';
 import { AuditLog, describeStaff, StaffStore, superuserSources } from '@ens/service-ops/staff';
 import { withAdminSession } from './admin-session.ts';
