@@ -1,21 +1,15 @@
 import type { OutboundMessage } from '@ens/plugin-sdk';
-import type { ConformanceFixture } from '@ens/plugin-sdk/conformance';
+import { sampleMessage, type ConformanceFixture } from '@ens/plugin-sdk/conformance';
 import type { ApnsConfig } from './config.ts';
 import { fakeDeviceToken, generateApnsKey, startFakeApns, type FakeAnswer } from './testing/fake-apns.ts';
 
 /** A push to one device whose token makes the fake answer `answer` (see fakeDeviceToken). */
-const push = (answer: FakeAnswer, n: number): OutboundMessage => ({
-  deliveryId: `0190a0b0-0000-7000-8000-0000000000${String(n).padStart(2, '0')}`,
-  attempt: 1,
-  channel: 'push',
-  recipient: 'user-42',
-  tenant: 'conformance',
-  tenantSettings: {},
-  eventType: 'conformance.check',
-  reference: null,
-  content: { kind: 'rendered', subject: 'Conformance', body: 'conformance check', data: { order: '42' } },
-  device: { token: fakeDeviceToken(answer), platform: 'apns', subscription: null },
-});
+const push = (answer: FakeAnswer, n: number): OutboundMessage =>
+  sampleMessage('push', {
+    deliveryId: `0190a0b0-0000-7000-8000-0000000000${String(n).padStart(2, '0')}`,
+    content: { kind: 'rendered', subject: 'Conformance', body: 'conformance check', data: { order: '42' } },
+    device: { token: fakeDeviceToken(answer), platform: 'apns', subscription: null },
+  });
 
 const fixture: ConformanceFixture<ApnsConfig> = {
   async start() {

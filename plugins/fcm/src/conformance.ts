@@ -1,23 +1,16 @@
 import type { OutboundMessage } from '@ens/plugin-sdk';
-import type { ConformanceFixture } from '@ens/plugin-sdk/conformance';
+import { sampleMessage, type ConformanceFixture } from '@ens/plugin-sdk/conformance';
 import type { FcmConfig } from './config.ts';
 import { deviceToken, FakeFcm, type FcmOutcome } from './testing/fake-fcm.ts';
 
 /** A push send to one FCM device of the fake; the token's prefix chooses the fake's answer. */
 export function pushTo(token: string, over: Partial<OutboundMessage> = {}): OutboundMessage {
-  return {
+  return sampleMessage('push', {
     deliveryId: '0190a0b0-0000-7000-8000-0000000000fc',
-    attempt: 1,
-    channel: 'push',
-    recipient: 'user-42',
-    tenant: 'conformance',
-    tenantSettings: {},
-    eventType: 'conformance.check',
-    reference: null,
     content: { kind: 'rendered', subject: 'Conformance', body: 'conformance check', data: { order: '1234' } },
     device: { token, platform: 'fcm', subscription: null },
     ...over,
-  };
+  });
 }
 
 const QUOTA_RETRY_AFTER_S = 7;

@@ -1,19 +1,9 @@
-import type { ConformanceFixture } from '@ens/plugin-sdk/conformance';
+import { sampleMessage, type ConformanceFixture } from '@ens/plugin-sdk/conformance';
 import type { OutboundMessage } from '@ens/plugin-sdk';
 import type { SmppConfigInput } from './config.ts';
 import { ESME, FakeSmsc, errorRecipient } from './testing/fake-smsc.ts';
 
-const sms = (recipient: string): OutboundMessage => ({
-  deliveryId: '0190a0b0-0000-7000-8000-000000000001',
-  attempt: 1,
-  channel: 'sms',
-  recipient,
-  tenant: 'conformance',
-  tenantSettings: { sender_id: 'ENS' },
-  eventType: 'conformance.check',
-  reference: null,
-  content: { kind: 'rendered', body: 'conformance check' },
-});
+const sms = (recipient: string): OutboundMessage => sampleMessage('sms', { recipient, tenantSettings: { sender_id: 'ENS' } });
 
 /** A fake SMSC (src/testing/fake-smsc.ts) that answers by destination and sends a DELIVRD receipt. */
 const fixture: ConformanceFixture<SmppConfigInput> = {

@@ -1,22 +1,12 @@
 import type { OutboundMessage } from '@ens/plugin-sdk';
-import type { ConformanceFixture, WebhookCase } from '@ens/plugin-sdk/conformance';
+import { sampleMessage, type ConformanceFixture, type WebhookCase } from '@ens/plugin-sdk/conformance';
 import type { TwilioConfig } from './config.ts';
 import { FakeTwilio } from './testing/fake-twilio.ts';
 
 /** The public URL Twilio would call; the plugin signs against it whatever URL the request arrives on. */
 const STATUS_URL = 'https://ens.example.com/webhooks/twilio/status';
 
-const sms = (recipient: string): OutboundMessage => ({
-  deliveryId: '0190a0b0-0000-7000-8000-000000000071',
-  attempt: 1,
-  channel: 'sms',
-  recipient,
-  tenant: 'conformance',
-  tenantSettings: {},
-  eventType: 'conformance.check',
-  reference: null,
-  content: { kind: 'rendered', body: 'conformance check' },
-});
+const sms = (recipient: string): OutboundMessage => sampleMessage('sms', { deliveryId: '0190a0b0-0000-7000-8000-000000000071', recipient });
 
 function callback(fake: FakeTwilio, params: Record<string, string>, signWith?: string): WebhookCase {
   return {

@@ -1,24 +1,18 @@
 import webpush from 'web-push';
 import type { OutboundMessage } from '@ens/plugin-sdk';
-import type { ConformanceFixture } from '@ens/plugin-sdk/conformance';
+import { sampleMessage, type ConformanceFixture } from '@ens/plugin-sdk/conformance';
 import type { WebPushConfig } from './config-schema.ts';
 import { FakePushService, type FakeSubscription, type Outcome } from './testing/fake-push-service.ts';
 
 /** One webpush send to a subscription of the fake, as ENS's worker builds it. */
 export function pushTo(sub: FakeSubscription, overrides: Partial<OutboundMessage> = {}): OutboundMessage {
-  return {
+  return sampleMessage('push', {
     deliveryId: '0190a0b0-0000-7000-8000-0000000000aa',
-    attempt: 1,
-    channel: 'push',
     recipient: 'user-1',
-    tenant: 'conformance',
-    tenantSettings: {},
-    eventType: 'conformance.check',
-    reference: null,
     content: { kind: 'rendered', subject: 'Conformance', body: 'conformance check', data: { k: 'v' } },
     device: { token: `sub-${sub.id}`, platform: 'webpush', subscription: sub.json },
     ...overrides,
-  };
+  });
 }
 
 /**
