@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const groups = ['packages', 'services', 'plugins'];
+const groups = ['packages', 'services', 'plugins', 'apps'];
 const started = Date.now();
 let count = 0;
 for (const group of groups) {

@@ -3,7 +3,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { freePort } from '@ens/local-engines';
 import { createLogger, loadConfig, openRuntime, SecretBox } from '@ens/core';
-import { startRoles } from '@ens/cli/roles';
+import { startRoles } from '@ens/app/roles';
 import { postCallback } from '@ens/service-callbacks';
 import { startTestService, smsHandoff, waitFor, type TestClient } from '../harness/service.ts';
 import { startReceiver, type ReceivedPost } from '../harness/receiver.ts';

@@ -24,7 +24,7 @@ export async function bundleEns(t: Teardown): Promise<EnsRun> {
   const dir = await mkdtemp(path.join(cache, 'ens-cli-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   await build({
-    entryPoints: { ens: path.join(root, 'packages/cli/src/main.ts') },
+    entryPoints: { ens: path.join(root, 'apps/ens/src/main.ts') },
     outdir: dir,
     outExtension: { '.js': '.mjs' },
     // Chunks keep the CLI's lazy command imports lazy: `ens clients …` does not load Fastify.

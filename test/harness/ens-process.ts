@@ -14,7 +14,7 @@ export interface EnsProcess {
 
 /** Runs the `ens` command from source (as `npx ens` would after a build) with the given env. */
 export function spawnEns(args: string[], env: Record<string, string>): EnsProcess {
-  const child = spawn(process.execPath, ['--conditions=ens-source', '--import=tsx', path.join(root, 'packages/cli/src/main.ts'), ...args], {
+  const child = spawn(process.execPath, ['--conditions=ens-source', '--import=tsx', path.join(root, 'apps/ens/src/main.ts'), ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -37,7 +37,7 @@ export function spawnEns(args: string[], env: Record<string, string>): EnsProces
 /** Runs `ens …` to completion; resolves with exit code, stdout and stderr. */
 export function runEns(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--conditions=ens-source', '--import=tsx', path.join(root, 'packages/cli/src/main.ts'), ...args], {
+    const child = spawn(process.execPath, ['--conditions=ens-source', '--import=tsx', path.join(root, 'apps/ens/src/main.ts'), ...args], {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,6 +1,6 @@
 import { freePort } from '@ens/local-engines';
 import { loadConfig, migrate, openRuntime, createLogger, type Config, type Runtime } from '@ens/core';
-import { startRoles, type Role, type RunningRoles } from '@ens/cli/roles';
+import { startRoles, type Role, type RunningRoles } from '@ens/app/roles';
 import { startTestEngines, type TestEngines } from './engines.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';

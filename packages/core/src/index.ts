@@ -36,3 +36,4 @@ export * from './media/s3-store.ts';
 export * from './nats/wakeups.ts';
 export * from './metrics.ts';
 export * from './nats/work-queue.ts';
+export * from './outbound/outbound-guard.ts';

@@ -4,7 +4,6 @@ import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { ClientDirectory, httpDuration, type Runtime } from '@ens/core';
-import { opsConsole } from '@ens/service-ops';
 import { AccessTokens } from './auth/access-token.ts';
 import { clientAuthenticator } from './auth/require-client.ts';
 import { tokenRoute } from './auth/token-route.ts';
@@ -18,7 +17,10 @@ import { tenantRoutes } from './routes/tenants.ts';
 import { typeboxValidator } from './validation.ts';
 
 export interface ApiOptions {
-  /** Extra route registrations (provider webhooks) mounted by the caller. */
+  /**
+   * Route registrations the caller mounts beside the API (provider webhooks, the operations
+   * console): the application composes the roles, so the API role imports no other role.
+   */
   plugins?: ((app: FastifyInstance) => void | Promise<void>)[];
 }
 
@@ -86,9 +88,6 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     tenantRoutes(v2, rt);
     deviceRoutes(v2, rt);
   });
-  // The operations console: its own scope (outside /v2's token auth), with its own
-  // cookies, sessions and CSRF; it answers 503 on every /ops/ URL when ENS_OPS_ISSUER is unset.
-  await app.register(opsConsole(rt), { prefix: '/ops' });
   for (const register of opts.plugins ?? []) await register(app);
   return app;
 }

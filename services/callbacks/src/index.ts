@@ -1,4 +1,3 @@
 export { startCallbacks, type CallbacksRole } from './dispatcher.ts';
-export { checkCallbackUrl, resolvePublicAddress } from './delivery/target-guard.ts';
 export { ensSignature, verifyEnsSignature, standardWebhookHeaders } from './delivery/signature.ts';
 export { postCallback } from './delivery/poster.ts';

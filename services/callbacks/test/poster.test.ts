@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { MockAgent } from 'undici';
 import { closeCallbackConnections, postCallback } from '../src/delivery/poster.ts';
-import type { LookupAll } from '../src/delivery/target-guard.ts';
+import type { LookupAll } from '@ens/core';
 
 t.teardown(closeCallbackConnections);
 

@@ -6,7 +6,7 @@ import {
   AcceptedHandoff, acceptHandoff, deliveriesAccepted, Errors, ErrorBody, FEED_WAKE_SUBJECT, Handoff, newId, planDeliveries, wakeSenders,
   type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
 } from '@ens/core';
-import { checkCallbackUrl } from '@ens/service-callbacks';
+import { checkOutboundUrl } from '@ens/core';
 
 const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Required. One per handoff, derived from a stable event of the caller.' })),
@@ -111,7 +111,7 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
       const planned = planDeliveries(handoff, { maxRecipients: rt.config.maxRecipients });
       let callbackUrl: string | null = null;
       if (handoff.callback_url !== undefined) {
-        const checked = checkCallbackUrl(handoff.callback_url, { allowPrivate: rt.config.allowPrivateCallbacks });
+        const checked = checkOutboundUrl(handoff.callback_url, { allowPrivate: rt.config.allowPrivateCallbacks });
         if (!checked.ok) throw Errors.validation(`Invalid body: /callback_url ${checked.detail}`, [{ path: '/callback_url', message: checked.detail }]);
         callbackUrl = checked.url.toString();
       }

@@ -1,6 +1,6 @@
 import type { LookupFunction } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
-import { checkCallbackUrl, resolvePublicAddress } from './target-guard.ts';
+import { checkOutboundUrl, resolvePublicAddress } from '@ens/core';
 
 /**
  * One HTTP attempt of a callback. Retries, backoff and bookkeeping belong to the caller.
@@ -77,7 +77,7 @@ export async function postCallback(opts: PostCallbackOptions): Promise<PostOutco
     timer = setTimeout(() => controller.abort(), Math.min(timeoutMs, MAX_TIMER_MS));
     const timedOut = (): PostOutcome => ({ outcome: 'failed', error: `timeout after ${timeoutMs} ms` });
 
-    const checked = checkCallbackUrl(opts.url, { allowPrivate: opts.allowPrivate });
+    const checked = checkOutboundUrl(opts.url, { allowPrivate: opts.allowPrivate });
     if (!checked.ok) return { outcome: 'failed', error: `callback_url ${checked.detail}` };
     const url = checked.url;
 

@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import t from 'tap';
-import { checkCallbackUrl, resolvePublicAddress, type LookupAll } from '../src/delivery/target-guard.ts';
+import { checkOutboundUrl, resolvePublicAddress, type LookupAll } from '../src/outbound/outbound-guard.ts';
 
 const PUBLIC = [
   'https://example.com/cb',
@@ -69,7 +69,7 @@ const ALWAYS_REFUSED: Array<[string, RegExp]> = [
 t.test('public URLs are allowed', async (t) => {
   for (const url of PUBLIC) {
     for (const allowPrivate of [false, true]) {
-      const res = checkCallbackUrl(url, { allowPrivate });
+      const res = checkOutboundUrl(url, { allowPrivate });
       t.ok(res.ok, `${url} allowPrivate=${allowPrivate}`);
       if (res.ok) t.type(res.url, URL);
     }
@@ -78,20 +78,20 @@ t.test('public URLs are allowed', async (t) => {
 
 t.test('private, loopback and special-purpose hosts are refused', async (t) => {
   for (const url of PRIVATE) {
-    const res = checkCallbackUrl(url, { allowPrivate: false });
+    const res = checkOutboundUrl(url, { allowPrivate: false });
     t.equal(res.ok, false, url);
     if (!res.ok) t.match(res.detail, /not a public address|localhost name/, `${url}: ${res.detail}`);
   }
 });
 
 t.test('allowPrivate lets private hosts through', async (t) => {
-  for (const url of PRIVATE) t.ok(checkCallbackUrl(url, { allowPrivate: true }).ok, url);
+  for (const url of PRIVATE) t.ok(checkOutboundUrl(url, { allowPrivate: true }).ok, url);
 });
 
 t.test('bad schemes, credentials and malformed URLs are refused even with allowPrivate', async (t) => {
   for (const [url, detail] of ALWAYS_REFUSED) {
     for (const allowPrivate of [false, true]) {
-      const res = checkCallbackUrl(url, { allowPrivate });
+      const res = checkOutboundUrl(url, { allowPrivate });
       t.equal(res.ok, false, `${url} allowPrivate=${allowPrivate}`);
       if (!res.ok) t.match(res.detail, detail);
       if (!res.ok) t.notMatch(res.detail, /secret|pw/, 'detail does not echo credentials');
@@ -100,26 +100,26 @@ t.test('bad schemes, credentials and malformed URLs are refused even with allowP
 });
 
 t.test('details read as a phrase after the field name', async (t) => {
-  t.same(checkCallbackUrl('http://127.0.0.1/', { allowPrivate: false }), {
+  t.same(checkOutboundUrl('http://127.0.0.1/', { allowPrivate: false }), {
     ok: false,
     detail: 'host 127.0.0.1 is not a public address (loopback)',
   });
-  t.same(checkCallbackUrl('http://[::ffff:127.0.0.1]/', { allowPrivate: false }), {
+  t.same(checkOutboundUrl('http://[::ffff:127.0.0.1]/', { allowPrivate: false }), {
     ok: false,
     detail: 'host [::ffff:7f00:1] is not a public address (loopback)',
   });
-  t.same(checkCallbackUrl('http://a:b@example.com/', { allowPrivate: false }), {
+  t.same(checkOutboundUrl('http://a:b@example.com/', { allowPrivate: false }), {
     ok: false,
     detail: 'must not contain credentials (user:password@)',
   });
-  t.same(checkCallbackUrl('ftp://example.com/', { allowPrivate: true }), {
+  t.same(checkOutboundUrl('ftp://example.com/', { allowPrivate: true }), {
     ok: false,
     detail: 'scheme ftp is not allowed (use http or https)',
   });
 });
 
 t.test('the returned URL is the parsed one', async (t) => {
-  const res = checkCallbackUrl('HTTPS://Example.COM:443/a/../cb?x=1', { allowPrivate: false });
+  const res = checkOutboundUrl('HTTPS://Example.COM:443/a/../cb?x=1', { allowPrivate: false });
   t.ok(res.ok);
   if (res.ok) t.equal(res.url.href, 'https://example.com/cb?x=1');
 });

@@ -2,15 +2,17 @@ import { promises as dnsPromises, type LookupAddress } from 'node:dns';
 import ipaddr from 'ipaddr.js';
 
 /**
- * SSRF guard for caller-supplied callback URLs.
+ * The outbound-address guard (SSRF): every request ENS makes to an address a client supplied
+ * passes it. Today that is callback URLs; it lives in core so that every role that connects to a
+ * client's address uses the same rules.
  *
  * Two layers, both required for a safe post:
- * 1. {@link checkCallbackUrl} (sync, cheap): shape of the URL and IP-literal hosts. Fine to run
+ * 1. {@link checkOutboundUrl} (sync, cheap): shape of the URL and IP-literal hosts. Fine to run
  *    at request-accept time too, but it MUST be repeated at send time.
  * 2. {@link resolvePublicAddress} (async, at send time): resolves the hostname and refuses if
  *    any address is non-public. The returned address must be the one connected to; resolving
  *    again at connect time would let a DNS answer change in between (DNS rebinding).
- *    `postCallback` in `./poster.ts` does both and the pinning.
+ *    `postCallback` in the callbacks role does both and the pinning.
  *
  * `allowPrivate: true` disables only the address checks (for self-hosted installs that call
  * back into their own network, and for tests); scheme, credentials and host are always checked.
@@ -26,7 +28,7 @@ export type AddressCheck = { ok: true; address: string; family: 4 | 6 } | { ok: 
 export type LookupAll = (hostname: string, options: { all: true }) => Promise<LookupAddress[]>;
 
 /**
- * Validates a callback URL. Refuses: unparsable URLs; schemes other than http/https; any
+ * Validates a client-supplied URL. Refuses: unparsable URLs; schemes other than http/https; any
  * username or password in the URL (would be sent as credentials and logged); a missing host;
  * port 0; and, unless `allowPrivate`, `localhost`/`*.localhost` and IP literals that are not
  * public unicast (loopback, RFC 1918, unique-local, link-local, CGNAT, unspecified, multicast,
@@ -41,7 +43,7 @@ export type LookupAll = (hostname: string, options: { all: true }) => Promise<Lo
  * `detail` is a phrase meant to follow the field name, e.g. `callback_url ${detail}` →
  * "callback_url must not contain credentials (user:password@)".
  */
-export function checkCallbackUrl(url: string, opts: { allowPrivate: boolean }): UrlCheck {
+export function checkOutboundUrl(url: string, opts: { allowPrivate: boolean }): UrlCheck {
   let parsed: URL;
   try {
     parsed = new URL(url);

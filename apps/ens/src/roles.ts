@@ -3,7 +3,7 @@ import type { Runtime } from '@ens/core';
 import { buildApi, webhookRoutes } from '@ens/service-api';
 import { startCallbacks } from '@ens/service-callbacks';
 import { startFeed } from '@ens/service-feed';
-import { startAlertEvaluator } from '@ens/service-ops';
+import { opsConsole, startAlertEvaluator } from '@ens/service-ops';
 import { closeProviders, loadConfiguredProviders, startWorker, type LoadedProviders } from '@ens/service-worker';
 
 export const ROLES = ['api', 'worker', 'callbacks', 'feed'] as const;
@@ -55,7 +55,12 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
         stops.push(() => closeProviders(own));
         providers = own;
       }
-      const app = await buildApi(rt, { plugins: [webhookRoutes(providers.all)] });
+      // The operations console has its own scope (outside /v2's token auth), with its own cookies,
+      // sessions and CSRF; it answers 503 on every /ops/ URL when ENS_OPS_ISSUER is unset.
+      const opsRoutes = async (app: FastifyInstance) => {
+        await app.register(opsConsole(rt), { prefix: '/ops' });
+      };
+      const app = await buildApi(rt, { plugins: [opsRoutes, webhookRoutes(providers.all)] });
       await app.listen(listen);
       stops.push(() => app.close());
       api = app;
