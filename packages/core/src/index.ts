@@ -36,3 +36,5 @@ export * from './media/s3-store.ts';
 export * from './nats/wakeups.ts';
 export * from './metrics.ts';
 export * from './nats/work-queue.ts';
+export * from './retry-schedule.ts';
+export * from './sweeper.ts';
