@@ -37,3 +37,5 @@ export * from './nats/wakeups.ts';
 export * from './metrics.ts';
 export * from './nats/work-queue.ts';
 export * from './outbound/outbound-guard.ts';
+export * from './retry-schedule.ts';
+export * from './sweeper.ts';

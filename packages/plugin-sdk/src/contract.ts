@@ -1,11 +1,19 @@
 import type { TSchema } from 'typebox';
 
-export type Channel = 'sms' | 'email' | 'push' | 'whatsapp';
-export const CHANNELS: readonly Channel[] = ['sms', 'email', 'push', 'whatsapp'];
+/**
+ * The channels ENS delivers on. This is the one list: ENS's schemas, configuration and work queues
+ * derive theirs from it, so a channel is added here and nowhere else (the SDK is published alone and
+ * imports no other workspace, which is why the list lives here and not in the core).
+ */
+export const CHANNELS = ['sms', 'email', 'push', 'whatsapp'] as const;
+export type Channel = (typeof CHANNELS)[number];
 
-/** The kinds of device a push provider can reach; a device is registered with one of them. */
-export type PushPlatform = 'fcm' | 'apns' | 'webpush';
-export const PUSH_PLATFORMS: readonly PushPlatform[] = ['fcm', 'apns', 'webpush'];
+/**
+ * The kinds of device a push provider can reach; a device is registered with one of them. The one
+ * list, like CHANNELS (the devices table's CHECK constraint repeats it, as SQL must).
+ */
+export const PUSH_PLATFORMS = ['fcm', 'apns', 'webpush'] as const;
+export type PushPlatform = (typeof PUSH_PLATFORMS)[number];
 
 /** A browser's PushSubscription, as `subscription.toJSON()` gives it. */
 export interface WebPushSubscription {

@@ -1,12 +1,11 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, runInSlotOrRequeue, Slots, sweeperRequeued, wakeCallbacks,
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, nextRetryDelay, requeueOverdueCallbacks, runInSlotOrRequeue, Slots, startSweeper,
   type CallbackClaim, type ClaimedCallback, type ClientRow, type PostResult, type Runtime,
 } from '@ens/core';
 import { closeCallbackConnections, postCallback } from './delivery/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
 
-const SWEEP_EVERY_MS = 2_000;
 /** Posts in flight at once. */
 const CONCURRENCY = 64;
 /** Wake-ups held per post slot, so claims and records batch across more handlers (see the worker). */
@@ -93,10 +92,9 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: Slots) {
       return;
     }
     const { claim, result, signed } = posted;
-    const schedule = rt.config.callbackBackoffMs;
     // A callback that cannot be signed goes straight to the dead letters: retrying cannot help, and
     // an operator can replay it once the secret or the master key is put right.
-    const retryIn = result.ok || !signed || claim.attemptInRound > schedule.length ? null : schedule[claim.attemptInRound - 1]!;
+    const retryIn = result.ok || !signed ? null : nextRetryDelay(rt.config.callbackBackoffMs, claim.attemptInRound);
     const status = await rt.callbacks.record(claim, result, retryIn);
     callbackPosts.inc({ result: status === 'pending' ? 'retry' : status });
     if (status === 'pending' && retryIn !== null) {
@@ -115,22 +113,10 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   const slots = new Slots(CONCURRENCY);
   const handler = postHandler(rt, directory, slots);
   const consumer = await consumeWorkQueue(rt.js, CALLBACK_STREAM, CALLBACK_CONSUMER, CONCURRENCY * MESSAGES_PER_POST_SLOT, handler, rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
-  const sweep = async () => {
-    try {
-      const ids = await rt.callbacks.takeOverdue(rt.config.sweepGraceMs, 1000);
-      if (ids.length > 0) {
-        sweeperRequeued.inc({ kind: 'callback' }, ids.length);
-        wakeCallbacks(rt.nc, ids, rt.logger);
-      }
-    } catch (err) {
-      rt.logger.warn({ err }, 'callback sweep failed; will try again');
-    }
-  };
-  const timer = setInterval(() => void sweep(), SWEEP_EVERY_MS);
-  void sweep();
+  const sweeper = startSweeper([requeueOverdueCallbacks(rt, rt.config.sweepGraceMs)], rt.logger);
   return {
     async stop() {
-      clearInterval(timer);
+      sweeper.stop();
       // Posts under way finish; held wake-ups that have not started go back to the queue.
       slots.close();
       await consumer.stop(rt.config.callbackTimeoutMs + 1000);

@@ -1,7 +1,7 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
 import {
-  attemptsTotal, FEED_WAKE_SUBJECT, runInSlotOrRequeue, wakeCallbacks,
+  attemptsTotal, nextRetryDelay, runInSlotOrRequeue, wakeCallbacks, wakeFeed,
   type AttemptResult, type Channel, type ClaimedDelivery, type ClaimMiss, type Runtime, type Slots,
 } from '@ens/core';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
@@ -22,10 +22,10 @@ export function sendTimeoutMs(leaseMs: number): number {
 export function decide(err: unknown, attempt: number, backoffMs: readonly number[], provider: string): AttemptResult {
   const { kind, message, retryAfterMs } = classifyError(err);
   if (kind === 'permanent') return { outcome: 'failed', provider, error: message, kind };
-  if (attempt > backoffMs.length) {
+  const scheduled = nextRetryDelay(backoffMs, attempt);
+  if (scheduled === null) {
     return { outcome: 'failed', provider, error: `${message} (gave up after ${attempt} attempts)`, kind };
   }
-  const scheduled = backoffMs[attempt - 1]!;
   const delayMs = kind === 'rate_limited' && retryAfterMs !== undefined ? Math.max(retryAfterMs, 0) : scheduled;
   return { outcome: 'retry', provider, error: message, delayMs, kind };
 }
@@ -42,26 +42,6 @@ function outbound(d: ClaimedDelivery): OutboundMessage {
     reference: d.reference,
     content: d.content,
   };
-}
-
-const feedWakeScheduled = new WeakSet<Runtime['nc']>();
-
-/**
- * Tells the feed role that changes wait to be stamped, at most once per turn of the event loop:
- * outcomes are recorded in batches, and one wake-up covers a whole batch (the feed debounces its
- * wake-ups anyway). Lossy by design, like every feed wake-up: the feed also polls.
- */
-export function wakeFeed(nc: Runtime['nc']): void {
-  if (feedWakeScheduled.has(nc)) return;
-  feedWakeScheduled.add(nc);
-  setImmediate(() => {
-    feedWakeScheduled.delete(nc);
-    try {
-      nc.publish(FEED_WAKE_SUBJECT);
-    } catch {
-      // closed or reconnecting: the feed's poll picks the change up
-    }
-  });
 }
 
 /**

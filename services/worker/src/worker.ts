@@ -1,13 +1,12 @@
 import {
-  CHANNELS, consumeWorkQueue, SEND_STREAM, sendConsumer, purgeIdempotencyKeys, Slots, sweeperRequeued, wakeCallbacks, wakeSenders, type Channel, type Runtime,
+  CHANNELS, consumeWorkQueue, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SEND_STREAM, sendConsumer, Slots, startSweeper, wakeCallbacks, wakeFeed,
+  type Channel, type Runtime,
 } from '@ens/core';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
 import { checkProviderConfig, closeProviders, loadProviders, type LoadedProviders } from './provider-loader.ts';
-import { sendHandler, sendTimeoutMs, wakeFeed } from './send-loop.ts';
+import { sendHandler, sendTimeoutMs } from './send-loop.ts';
 
-/** How often the sweeper looks; what it takes is set by ENS_SWEEP_GRACE. */
-const SWEEP_EVERY_MS = 2_000;
 /**
  * Wake-ups a channel's loop holds per send slot (ENS_WORKER_CONCURRENCY). Claims and outcome
  * records are batched across the handlers waiting for them, so holding more messages than there
@@ -52,16 +51,17 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
   };
 }
 
-/**
- * Runs the worker role: one send loop per channel, plus the sweeper that re-enqueues deliveries
- * whose wake-up was lost (crash, JetStream store loss), which is what makes invariant 1 hold.
- */
 /** Loads the configured providers with the worker's plugin context (the API role uses it for webhooks too). */
 export async function loadConfiguredProviders(rt: Runtime): Promise<LoadedProviders> {
   checkProviderConfig(rt.config.providers, rt.config.providerConfig);
   return loadProviders(rt.config.providers, (pkg) => rt.config.providerConfig[pkg], (name) => pluginContext(rt, name));
 }
 
+/**
+ * Runs the worker role: one send loop per channel, plus the sweeper jobs it owns: re-enqueuing
+ * deliveries whose wake-up was lost (crash, JetStream store loss), which is what makes invariant 1
+ * hold, and purging expired idempotency keys.
+ */
 export async function startWorker(rt: Runtime): Promise<WorkerRole> {
   const providers = await loadConfiguredProviders(rt);
   const chainOptions = { threshold: rt.config.failoverThreshold, cooldownMs: rt.config.failoverCooldownMs, sendTimeoutMs: sendTimeoutMs(rt.config.leaseMs), logger: rt.logger };
@@ -75,31 +75,13 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
     }),
   );
 
-  let lastPurge = 0;
-  const sweep = async () => {
-    try {
-      const overdue = await rt.deliveries.takeOverdue(rt.config.sweepGraceMs, 1000);
-      if (overdue.length > 0) {
-        sweeperRequeued.inc({ kind: 'delivery' }, overdue.length);
-        rt.logger.info({ count: overdue.length }, 'sweeper re-enqueued deliveries');
-        wakeSenders(rt.nc, overdue, rt.logger);
-      }
-      if (Date.now() - lastPurge > 600_000) {
-        lastPurge = Date.now();
-        await purgeIdempotencyKeys(rt.db, rt.config.idempotencyTtlMs);
-      }
-    } catch (err) {
-      rt.logger.warn({ err }, 'sweep failed; will try again');
-    }
-  };
-  const timer = setInterval(() => void sweep(), SWEEP_EVERY_MS);
-  void sweep();
+  const sweeper = startSweeper([requeueOverdueDeliveries(rt, rt.config.sweepGraceMs), purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs)], rt.logger);
 
   return {
     providers,
     chains,
     async stop() {
-      clearInterval(timer);
+      sweeper.stop();
       // Sends under way finish; held wake-ups that have not started go back to the queue.
       for (const s of sendSlots) s.close();
       await Promise.all(loops.map((l) => l.stop(10_000)));

@@ -1,22 +1,34 @@
 import { Errors, type FieldError } from '../errors.ts';
 import { normalisePhone } from '../phone.ts';
-import type { Channel } from '../schemas/channel.ts';
+import { CHANNELS, type Channel } from '../schemas/channel.ts';
 import type { Content, Handoff, MessageEntry } from '../schemas/handoff.ts';
 
 /** Which content kind each channel takes (spec: rendered for sms, email, push; template for whatsapp). */
 const KIND_FOR: Record<Channel, Content['kind']> = { sms: 'rendered', email: 'rendered', push: 'rendered', whatsapp: 'template' };
 
+const RENDERED = CHANNELS.filter((c) => KIND_FOR[c] === 'rendered');
+const TEMPLATED = CHANNELS.filter((c) => KIND_FOR[c] === 'template');
+
 /** Content fields that only some channels accept; anything else is a caller mistake worth naming. */
 const FIELD_CHANNELS: Partial<Record<keyof Content, readonly Channel[]>> = {
-  body: ['sms', 'email', 'push'],
+  body: RENDERED,
   subject: ['email', 'push'],
   html: ['email'],
   inline_images: ['email'],
   data: ['push'],
-  template_name: ['whatsapp'],
-  language: ['whatsapp'],
-  body_params: ['whatsapp'],
-  url_button_suffix: ['whatsapp'],
+  template_name: TEMPLATED,
+  language: TEMPLATED,
+  body_params: TEMPLATED,
+  url_button_suffix: TEMPLATED,
+};
+
+const PHONE_NUMBER = 'a phone number in E.164 (8 to 15 digits, optional +)';
+/** What a recipient must be on each channel, as the validation message names it. */
+const RECIPIENT_IS: Record<Channel, string> = {
+  sms: PHONE_NUMBER,
+  whatsapp: PHONE_NUMBER,
+  email: 'an email address',
+  push: 'a user id',
 };
 
 // A pragmatic address check: one @, no spaces, a dot in the domain. RFC 5322 in full accepts
@@ -119,8 +131,7 @@ export function planDeliveries(handoff: Handoff, limits: RuleLimits): PlannedDel
     entry.recipients.forEach((raw, j) => {
       const recipient = normaliseRecipient(entry.channel, raw);
       if (recipient === null) {
-        const what = entry.channel === 'email' ? 'an email address' : entry.channel === 'push' ? 'a user id' : 'a phone number in E.164 (8 to 15 digits, optional +)';
-        errors.push({ path: `${at}/recipients/${j}`, message: `"${raw}" is not ${what}` });
+        errors.push({ path: `${at}/recipients/${j}`, message: `"${raw}" is not ${RECIPIENT_IS[entry.channel]}` });
         return;
       }
       if (seen.has(recipient)) return;

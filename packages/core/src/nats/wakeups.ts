@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Channel } from '../schemas/channel.ts';
-import { CALLBACK_SUBJECT, sendSubject } from './topology.ts';
+import { CALLBACK_SUBJECT, FEED_WAKE_SUBJECT, sendSubject } from './topology.ts';
 
 /*
  * Wake-ups are plain NATS publishes on the streams' subjects: JetStream stores them all the same,
@@ -30,4 +30,25 @@ export function wakeSenders(nc: NatsConnection, items: { id: string; channel: Ch
 /** Wakes the callbacks role for these callback ids. Never throws. */
 export function wakeCallbacks(nc: NatsConnection, ids: string[], logger: Logger): number {
   return publishAll(nc, () => CALLBACK_SUBJECT, ids, logger);
+}
+
+const feedWakeQueued = new WeakSet<NatsConnection>();
+
+/**
+ * Tells the feed role that changes wait to be stamped. Never throws, and publishes at most once per
+ * connection per turn of the event loop: accepts and outcomes are committed in batches whose callers
+ * resume in separate callbacks, and one wake-up covers them all (the feed debounces anyway). Lossy
+ * by design: the feed also polls, so a wake-up lost to a closed connection only delays a change.
+ */
+export function wakeFeed(nc: NatsConnection): void {
+  if (feedWakeQueued.has(nc)) return;
+  feedWakeQueued.add(nc);
+  setImmediate(() => {
+    feedWakeQueued.delete(nc);
+    try {
+      nc.publish(FEED_WAKE_SUBJECT);
+    } catch {
+      // closed or reconnecting: the feed's poll picks the change up
+    }
+  });
 }

@@ -1,6 +1,8 @@
+import { PUSH_PLATFORMS } from '@ens/plugin-sdk';
 import { Type, type Static } from 'typebox';
+import { literalUnion } from './literal-union.ts';
 
-export const PushPlatform = Type.Union([Type.Literal('fcm'), Type.Literal('apns'), Type.Literal('webpush')], {
+export const PushPlatform = literalUnion(PUSH_PLATFORMS, {
   description: 'fcm: a Firebase registration token; apns: an APNs device token (hex); webpush: a browser PushSubscription given in `subscription`',
 });
 

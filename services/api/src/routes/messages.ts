@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import stringify from 'safe-stable-stringify';
 import {
-  AcceptedHandoff, acceptHandoff, deliveriesAccepted, Errors, ErrorBody, FEED_WAKE_SUBJECT, Handoff, newId, planDeliveries, wakeSenders,
+  AcceptedHandoff, acceptHandoff, deliveriesAccepted, Errors, ErrorBody, Handoff, newId, planDeliveries, wakeFeed, wakeSenders,
   type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
 } from '@ens/core';
 import { checkOutboundUrl } from '@ens/core';
@@ -77,20 +77,6 @@ const sha256 = typeof crypto.hash === 'function'
 
 /** POST /v2/messages — accept one handoff, store it and its deliveries, answer 202 pending. */
 export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
-  // Accepts committed together answer together: one feed wake-up serves them all.
-  let feedWakeQueued = false;
-  const wakeFeed = () => {
-    if (feedWakeQueued) return;
-    feedWakeQueued = true;
-    queueMicrotask(() => {
-      feedWakeQueued = false;
-      try {
-        rt.nc.publish(FEED_WAKE_SUBJECT);
-      } catch {
-        // Lossy by design: the feed role polls anyway.
-      }
-    });
-  };
   app.post<{ Body: HandoffT; Headers: { 'idempotency-key'?: string } }>(
     '/v2/messages',
     {
@@ -145,7 +131,7 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
       if (result.outcome === 'created') {
         // After the commit: the 202 must not wait for JetStream, and a lost wake-up is re-sent by the sweeper.
         wakeSenders(rt.nc, deliveries, rt.logger);
-        wakeFeed();
+        wakeFeed(rt.nc);
         for (const d of deliveries) deliveriesAccepted.inc({ channel: d.channel });
       } else {
         reply.header('idempotent-replayed', 'true');
