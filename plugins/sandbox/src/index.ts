@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
-import { definePlugin, permanentError, transientError, type OutboundMessage, type PluginContext } from '@ens/plugin-sdk';
+import { CHANNELS, definePlugin, permanentError, transientError, type OutboundMessage, type PluginContext } from '@ens/plugin-sdk';
 
 /**
  * The development provider: no network, and an outcome chosen by the recipient so that every path
@@ -35,7 +35,7 @@ const Config = Type.Object({
 
 export default definePlugin<{ handsetDelayMs?: number; sendDelayMs?: number }>({
   name: 'sandbox',
-  channels: ['sms', 'email', 'push', 'whatsapp'],
+  channels: CHANNELS,
   sdk: '^1.0.0',
   configSchema: Config,
   create(config, context: PluginContext) {
