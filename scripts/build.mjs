@@ -28,8 +28,11 @@ for (const group of groups) {
       sourcemap: true,
       logLevel: 'warning',
     });
-    const migrations = path.join(dir, 'src', 'db', 'migrations');
-    if (await stat(migrations).then(() => true, () => false)) await cp(migrations, path.join(dir, 'dist', 'migrations'), { recursive: true });
+    // The SQL that migrate() reads beside the code that runs it.
+    for (const sql of ['migrations', 'functions']) {
+      const from = path.join(dir, 'src', 'db', sql);
+      if (await stat(from).then(() => true, () => false)) await cp(from, path.join(dir, 'dist', sql), { recursive: true });
+    }
     count++;
   }
 }

@@ -42,7 +42,7 @@ export async function bundleEns(t: Teardown): Promise<EnsRun> {
   });
   const outfile = path.join(dir, 'ens.mjs');
   // migrate() reads the SQL files beside the code that runs it (every chunk is in `dir`).
-  await cp(path.join(root, 'packages/core/src/db/migrations'), path.join(dir, 'migrations'), { recursive: true });
+  for (const sql of ['migrations', 'functions']) await cp(path.join(root, 'packages/core/src/db', sql), path.join(dir, sql), { recursive: true });
 
   return (args, env) =>
     new Promise((resolve) => {

@@ -98,4 +98,57 @@ t.test('a batch that throws synchronously or answers the wrong count fails its c
 t.test('options are checked', async (t) => {
   t.throws(() => new Coalescer(async (xs: number[]) => xs, { maxBatch: 0 }), RangeError);
   t.throws(() => new Coalescer(async (xs: number[]) => xs, { maxBatch: 1, maxInFlight: 0 }), RangeError);
+  t.throws(() => new Coalescer(async (xs: number[]) => xs, { maxBatch: 1, maxWeight: 0 }), RangeError);
+});
+
+t.test('end-of-turn flush: calls made in one turn go together, a lone one still without delay', async (t) => {
+  const { calls, run, answer } = controlledRun();
+  const c = new Coalescer(run, { maxBatch: 10, flush: 'end-of-turn' });
+  const all = [0, 1, 2].map((n) => c.call(n));
+  t.equal(calls.length, 0, 'nothing runs before the turn ends');
+  await settle();
+  t.same(calls.map((x) => x.inputs), [[0, 1, 2]], 'the calls of one turn are one batch');
+  const queuedBehind = c.call(3);
+  await settle();
+  t.equal(calls.length, 1, 'with the slot busy, a call waits for it');
+  answer(0);
+  t.same(await Promise.all(all), ['r0', 'r1', 'r2']);
+  await settle();
+  t.same(calls[1]!.inputs, [3], 'and goes as soon as it frees');
+  answer(1);
+  t.equal(await queuedBehind, 'r3');
+});
+
+t.test('maxWeight caps a batch by weight; a heavier input goes alone', async (t) => {
+  const { calls, run, answer } = controlledRun();
+  const c = new Coalescer(run, { maxBatch: 10, weight: (n: number) => n, maxWeight: 10 });
+  const first = c.call(1);
+  const rest = [4, 5, 30, 2, 3].map((n) => c.call(n));
+  for (let i = 0; i < 4; i++) {
+    await settle();
+    answer(i);
+  }
+  t.same(await Promise.all([first, ...rest]), ['r1', 'r4', 'r5', 'r30', 'r2', 'r3']);
+  t.same(calls.map((x) => x.inputs), [[1], [4, 5], [30], [2, 3]]);
+});
+
+t.test('isolate: a batch that fails as a whole is retried input by input', async (t) => {
+  const runs: number[][] = [];
+  const c = new Coalescer<number, string>(
+    async (xs) => {
+      runs.push(xs);
+      if (xs.includes(13)) throw Object.assign(new Error('refused'), { refused: true });
+      return xs.map((x) => `r${x}`);
+    },
+    { maxBatch: 10, flush: 'end-of-turn', isolate: (e) => (e as { refused?: boolean }).refused === true },
+  );
+  const out = await Promise.allSettled([12, 13, 14].map((n) => c.call(n)));
+  t.same(out.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message)), ['r12', 'refused', 'r14'], 'only the input at fault fails');
+  t.same(runs, [[12, 13, 14], [12], [13], [14]]);
+
+  const lost = new Coalescer<number, string>(async () => {
+    throw new Error('connection lost');
+  }, { maxBatch: 10, flush: 'end-of-turn', isolate: () => false });
+  const gone = await Promise.allSettled([1, 2].map((n) => lost.call(n)));
+  t.ok(gone.every((o) => o.status === 'rejected'), 'an error isolate does not claim fails the whole batch at once');
 });

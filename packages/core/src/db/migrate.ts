@@ -1,24 +1,28 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { defineFunctions } from './define-functions.ts';
 import type { Db } from './pool.ts';
 
 /**
- * Where the .sql files live: next to this module in the source tree; next to the bundle
- * (`dist/migrations`, copied by the build) when running built code.
+ * Where the .sql files of `kind` live: next to this module in the source tree; next to the bundle
+ * (`dist/migrations`, `dist/functions`, copied by the build) when running built code.
  */
-function migrationsDir(): string {
+function sqlDir(kind: 'migrations' | 'functions'): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.join(here, 'migrations');
+  return path.join(here, kind);
 }
 
 /**
- * Applies every migration not yet applied, in name order, each in its own transaction, under an
- * advisory lock so several processes starting at once apply each migration exactly once.
- * Returns the names it applied.
+ * Applies every migration not yet applied, in name order, each in its own transaction, then
+ * defines every function again from its file (see defineFunctions), in one transaction. Migrations
+ * hold the data's shape and run once; functions hold code, so a changed file takes effect on the
+ * next run without a migration (and a migration cannot rely on one: on a new database they are
+ * defined after it). All of it under an advisory lock, so several processes starting at
+ * once apply each migration exactly once. Returns the names of the migrations it applied.
  */
 export async function migrate(db: Db): Promise<string[]> {
-  const dir = migrationsDir();
+  const dir = sqlDir('migrations');
   const files = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
   const applied: string[] = [];
   const c = await db.connect();
@@ -39,6 +43,14 @@ export async function migrate(db: Db): Promise<string[]> {
         throw new Error(`migration ${f} failed: ${(e as Error).message}`, { cause: e });
       }
       applied.push(f);
+    }
+    await c.query('BEGIN');
+    try {
+      await defineFunctions(c, sqlDir('functions'));
+      await c.query('COMMIT');
+    } catch (e) {
+      await c.query('ROLLBACK');
+      throw e;
     }
   } finally {
     await c.query('SELECT pg_advisory_unlock(7466001)').catch(() => {});

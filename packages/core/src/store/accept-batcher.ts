@@ -1,3 +1,4 @@
+import { Coalescer } from '../db/coalescer.ts';
 import type { Db } from '../db/pool.ts';
 import { Errors } from '../errors.ts';
 import type { Channel } from '../schemas/channel.ts';
@@ -16,16 +17,6 @@ export interface AcceptBatcherOptions {
   maxDeliveries?: number;
 }
 
-interface Pending {
-  a: AcceptInput;
-  resolve: (o: AcceptOutcome) => void;
-  reject: (e: unknown) => void;
-  /** Sent on its own: its batch failed as a whole, so each item is tried alone to keep errors per item. */
-  alone: boolean;
-  /** Times the item came back as 'retry': its key's row was gone when read (see ens_accept_batch). */
-  retries: number;
-}
-
 interface Row {
   outcome: 'created' | 'replay' | 'tenant' | 'quota' | 'retry';
   stored_response: string | null;
@@ -34,11 +25,7 @@ interface Row {
   over_quota: number | null;
 }
 
-const SQL = {
-  name: 'ens_accept_batch',
-  text: `SELECT * FROM ens_accept_batch($1::text[], $2::text[], $3::text[], $4::text[], $5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[],
-    $10::jsonb, $11::int[], $12::uuid[], $13::text[], $14::text[], $15::int[], $16::text[], $17::int[], $18::int[])`,
-};
+const SQL = { name: 'ens_accept_batch', text: 'SELECT * FROM ens_accept_batch(p_items => $1::jsonb)' };
 
 const MAX_RETRIES = 3;
 
@@ -48,48 +35,53 @@ function secondsToUtcMidnight(): number {
   return (next - now.getTime()) / 1000;
 }
 
-/** The statement's parameters: one array element per item, per delivery, per quota that applies. */
-function params(batch: Pending[]): unknown[] {
-  const clients: string[] = [], keys: string[] = [], hashes: string[] = [], responses: string[] = [], handoffs: string[] = [];
-  const tenants: string[] = [], eventTypes: string[] = [], references: (string | null)[] = [], callbackUrls: (string | null)[] = [];
-  const messages: unknown[] = [];
-  const dItems: number[] = [], dIds: string[] = [], dChannels: string[] = [], dRecipients: string[] = [];
-  const qItems: number[] = [], qChannels: string[] = [], qCounts: number[] = [], qLimits: number[] = [];
-  for (let i = 0; i < batch.length; i++) {
-    const a = batch[i]!.a;
-    const item = i + 1;
-    clients.push(a.clientId);
-    keys.push(a.idempotencyKey);
-    hashes.push(a.requestHash);
-    responses.push(a.responseBody);
-    handoffs.push(a.handoffId);
-    tenants.push(a.tenant);
-    eventTypes.push(a.eventType);
-    references.push(a.reference);
-    callbackUrls.push(a.callbackUrl);
-    messages.push(a.messages);
-    // Deliveries per channel, in order of first appearance (the order the quota check reports in).
-    const counts = new Map<Channel, number>();
-    for (const d of a.deliveries) {
-      dItems.push(item);
-      dIds.push(d.id);
-      dChannels.push(d.channel);
-      dRecipients.push(d.recipient);
-      counts.set(d.channel, (counts.get(d.channel) ?? 0) + 1);
-    }
-    for (const [channel, n] of counts) {
-      const limit = a.quota(channel);
-      if (!(limit > 0)) continue; // 0 = unlimited: no lock, no counter
-      qItems.push(item);
-      qChannels.push(channel);
-      qCounts.push(n);
-      qLimits.push(limit);
-    }
+/**
+ * A JSON escape of NUL or of a lone surrogate, after an even number of backslashes (so it is an
+ * escape, not an escaped backslash followed by the letters).
+ */
+const UNREPRESENTABLE = /(?<!\\)((?:\\\\)*)\\u(0000|d[89a-f][0-9a-f]{2})/g;
+
+/**
+ * The item's fields as PostgreSQL text would hold them, had they been sent as text parameters:
+ * a NUL is sent raw, so PostgreSQL refuses the statement (22021) as it refuses any text with one,
+ * and a lone surrogate becomes U+FFFD, as the driver's UTF-8 encoding makes it. (JSON.stringify
+ * escapes both; jsonb would refuse the first with another code and the second outright.)
+ * JSON.stringify writes every other character that needs an escape as a real character.
+ */
+function asPgText(json: string): string {
+  if (!json.includes('\\u')) return json;
+  return json.replace(UNREPRESENTABLE, (_, slashes: string, code: string) => slashes + (code === '0000' ? '\u0000' : '\ufffd'));
+}
+
+/**
+ * One item of `ens_accept_batch`'s p_items. The messages are spliced in as JSON.stringify wrote
+ * them, as they were always stored.
+ */
+function itemJson(a: AcceptInput): string {
+  // Deliveries per channel, in order of first appearance (the order the quota check reports in).
+  const counts = new Map<Channel, number>();
+  for (const d of a.deliveries) counts.set(d.channel, (counts.get(d.channel) ?? 0) + 1);
+  const quotas: { channel: Channel; count: number; quota: number }[] = [];
+  for (const [channel, count] of counts) {
+    const quota = a.quota(channel);
+    if (quota > 0) quotas.push({ channel, count, quota }); // 0 = unlimited: no lock, no counter
   }
-  return [
-    clients, keys, hashes, responses, handoffs, tenants, eventTypes, references, callbackUrls,
-    JSON.stringify(messages), dItems, dIds, dChannels, dRecipients, qItems, qChannels, qCounts, qLimits,
-  ];
+  const fields = asPgText(
+    JSON.stringify({
+      client_id: a.clientId,
+      key: a.idempotencyKey,
+      request_hash: a.requestHash,
+      response: a.responseBody,
+      handoff_id: a.handoffId,
+      tenant: a.tenant,
+      event_type: a.eventType,
+      reference: a.reference,
+      callback_url: a.callbackUrl,
+      deliveries: a.deliveries.map((d) => ({ id: d.id, channel: d.channel, recipient: d.recipient })),
+      quotas,
+    }),
+  );
+  return `${fields.slice(0, -1)},"messages":${JSON.stringify(a.messages) ?? 'null'}}`;
 }
 
 /** A failure that PostgreSQL reported for the statement (so it was rolled back), not a lost connection. */
@@ -104,110 +96,46 @@ function isStatementError(e: unknown): boolean {
  * (so a lone request goes at once); when every slot is busy, requests queue and go together as
  * soon as one frees. Each item keeps its own outcome: a replay, a missing tenant or a quota refuses
  * only that item, and a refused item stores nothing. An item that waits for a lock (a duplicate
- * key in flight, a quota) holds up its batch, not the other slots.
+ * key in flight, a quota) holds up its batch, not the other slots. A batch that PostgreSQL
+ * refuses as a whole (an item with a value it cannot store) is tried again item by item, so only
+ * the item at fault fails, as it would have without batching.
  */
 export class AcceptBatcher {
-  private readonly maxInFlight: number;
-  private readonly maxItems: number;
-  private readonly maxDeliveries: number;
-  private queue: Pending[] = [];
-  private inFlight = 0;
-  private scheduled = false;
+  readonly #batches: Coalescer<AcceptInput, Row>;
 
-  constructor(
-    private readonly db: Db,
-    opts: AcceptBatcherOptions = {},
-  ) {
-    this.maxInFlight = opts.maxInFlight ?? 4;
-    this.maxItems = opts.maxItems ?? 64;
-    this.maxDeliveries = opts.maxDeliveries ?? 2000;
-  }
-
-  accept(a: AcceptInput): Promise<AcceptOutcome> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ a, resolve, reject, alone: false, retries: 0 });
-      this.schedule();
+  constructor(db: Db, opts: AcceptBatcherOptions = {}) {
+    const run = async (items: AcceptInput[]): Promise<Row[]> =>
+      (await db.query<Row>({ ...SQL, values: [`[${items.map(itemJson).join(',')}]`] })).rows;
+    this.#batches = new Coalescer(run, {
+      maxBatch: opts.maxItems ?? 64,
+      maxInFlight: opts.maxInFlight ?? 4,
+      flush: 'end-of-turn',
+      weight: (a) => a.deliveries.length,
+      maxWeight: opts.maxDeliveries ?? 2000,
+      isolate: isStatementError,
     });
   }
 
-  /** Starts a batch at the end of this event-loop turn, if a slot is free; otherwise a batch ending will. */
-  private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.maxInFlight) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      this.startBatches();
-    });
-  }
-
-  private startBatches(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
-      const batch = this.take();
-      this.inFlight++;
-      void this.run(batch);
-    }
-  }
-
-  /** The next batch: queued items in arrival order, within the limits; an `alone` item by itself. */
-  private take(): Pending[] {
-    const first = this.queue[0]!;
-    if (first.alone) return this.queue.splice(0, 1);
-    let n = 0;
-    let deliveries = 0;
-    while (n < this.queue.length && n < this.maxItems) {
-      const p = this.queue[n]!;
-      if (p.alone) break;
-      deliveries += p.a.deliveries.length;
-      if (n > 0 && deliveries > this.maxDeliveries) break;
-      n++;
-    }
-    return this.queue.splice(0, n);
-  }
-
-  private async run(batch: Pending[]): Promise<void> {
-    let rows: Row[] | undefined;
-    let error: unknown;
-    try {
-      rows = (await this.db.query<Row>({ ...SQL, values: params(batch) })).rows;
-    } catch (e) {
-      error = e;
-    }
-    this.inFlight--;
-    if (error !== undefined && batch.length > 1 && isStatementError(error)) {
-      // Rolled back as a whole (an item with a value PostgreSQL refuses, say): try each alone, so
-      // only the item at fault fails, as it would have without batching.
-      for (const p of batch) p.alone = true;
-      this.queue.unshift(...batch);
-    } else if (error !== undefined) {
-      for (const p of batch) p.reject(error);
-    } else if (rows?.length !== batch.length) {
-      const e = new Error(`ens_accept_batch returned ${rows?.length} rows for ${batch.length} items`);
-      for (const p of batch) p.reject(e);
-    } else {
-      for (let i = 0; i < batch.length; i++) this.settle(batch[i]!, rows[i]!);
-    }
-    // What queued while this batch was in flight goes now, ahead of the answers being written.
-    this.startBatches();
-  }
-
-  private settle(p: Pending, row: Row): void {
-    const a = p.a;
-    switch (row.outcome) {
-      case 'created':
-        return p.resolve({ outcome: 'created', responseBody: a.responseBody });
-      case 'replay':
-        if (row.stored_hash !== a.requestHash) return p.reject(Errors.idempotencyKeyReused());
-        return p.resolve({ outcome: 'replay', responseBody: row.stored_response! });
-      case 'tenant':
-        return p.reject(Errors.tenantNotProvisioned(a.tenant));
-      case 'quota':
-        return p.reject(Errors.quotaExceeded(row.over_channel ?? 'channel', Number(row.over_quota), secondsToUtcMidnight()));
-      case 'retry':
-        if (++p.retries > MAX_RETRIES) return p.reject(new Error(`idempotency key kept vanishing while accepting (${MAX_RETRIES} tries)`));
-        this.queue.push(p);
-        return;
-      default:
-        return p.reject(new Error(`ens_accept_batch: unknown outcome ${String(row.outcome)}`));
+  async accept(a: AcceptInput): Promise<AcceptOutcome> {
+    for (let tries = 0; ; tries++) {
+      const row = await this.#batches.call(a);
+      switch (row.outcome) {
+        case 'created':
+          return { outcome: 'created', responseBody: a.responseBody };
+        case 'replay':
+          if (row.stored_hash !== a.requestHash) throw Errors.idempotencyKeyReused();
+          return { outcome: 'replay', responseBody: row.stored_response! };
+        case 'tenant':
+          throw Errors.tenantNotProvisioned(a.tenant);
+        case 'quota':
+          throw Errors.quotaExceeded(row.over_channel ?? 'channel', Number(row.over_quota), secondsToUtcMidnight());
+        case 'retry':
+          // The key's row was gone when read (see ens_accept_batch): send the item again.
+          if (tries >= MAX_RETRIES) throw new Error(`idempotency key kept vanishing while accepting (${MAX_RETRIES} tries)`);
+          continue;
+        default:
+          throw new Error(`ens_accept_batch: unknown outcome ${String(row.outcome)}`);
+      }
     }
   }
 }
