@@ -39,3 +39,4 @@ export * from './nats/work-queue.ts';
 export * from './outbound/outbound-guard.ts';
 export * from './retry-schedule.ts';
 export * from './sweeper.ts';
+export * from './nats/loop-health.ts';

@@ -112,7 +112,10 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   await directory.start();
   const slots = new Slots(CONCURRENCY);
   const handler = postHandler(rt, directory, slots);
-  const consumer = await consumeWorkQueue(rt.js, CALLBACK_STREAM, CALLBACK_CONSUMER, CONCURRENCY * MESSAGES_PER_POST_SLOT, handler, rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
+  const consumer = await consumeWorkQueue({
+    js: rt.js, stream: CALLBACK_STREAM, durable: CALLBACK_CONSUMER, concurrency: CONCURRENCY * MESSAGES_PER_POST_SLOT, handle: handler, logger: rt.logger,
+    redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
+  });
   const sweeper = startSweeper([requeueOverdueCallbacks(rt, rt.config.sweepGraceMs)], rt.logger);
   return {
     async stop() {

@@ -1,4 +1,4 @@
-import { FEED_WAKE_SUBJECT, feedStamped, type Runtime } from '@ens/core';
+import { FEED_WAKE_SUBJECT, feedStamped, registerLoop, type Runtime } from '@ens/core';
 import { stampBatch } from './stamper.ts';
 
 const BATCH = 5000;
@@ -18,13 +18,17 @@ export async function startFeed(rt: Runtime): Promise<FeedRole> {
   let stopped = false;
   let wake: (() => void) | null = null;
   const sub = rt.nc.subscribe(FEED_WAKE_SUBJECT, { callback: () => wake?.() });
+  // The stamper polls PostgreSQL whatever NATS does; it is down while its stamping fails.
+  const health = registerLoop('feed', 'stamper');
   const done = (async () => {
     while (!stopped) {
       let n = 0;
       try {
         n = await stampBatch(rt.db, BATCH);
         if (n > 0) feedStamped.inc(n);
+        health.up();
       } catch (err) {
+        health.down((err as Error).message);
         rt.logger.warn({ err }, 'feed stamping failed; will try again');
       }
       if (n === BATCH || stopped) continue;
@@ -47,6 +51,7 @@ export async function startFeed(rt: Runtime): Promise<FeedRole> {
       sub.unsubscribe();
       wake?.();
       await done;
+      health.remove();
     },
   };
 }

@@ -71,7 +71,9 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
     CHANNELS.map((ch, i) => {
       const handler = sendHandler(rt, ch, chains.get(ch)!, sendSlots[i]!);
       const held = rt.config.workerConcurrency * MESSAGES_PER_SEND_SLOT;
-      return consumeWorkQueue(rt.js, SEND_STREAM, sendConsumer(ch), held, handler, rt.logger, rt.redeclareTopology, rt.onNatsReconnect);
+      return consumeWorkQueue({
+        js: rt.js, stream: SEND_STREAM, durable: sendConsumer(ch), concurrency: held, handle: handler, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
+      });
     }),
   );
 

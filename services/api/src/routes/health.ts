@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { metricsRegistry, type Runtime } from '@ens/core';
+import { downLoops, metricsRegistry, type Runtime } from '@ens/core';
 
 async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -10,7 +10,10 @@ async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   }
 }
 
-/** /healthz (the process is up), /readyz (PostgreSQL, NATS and an S3 media store answer), /metrics (Prometheus). */
+/**
+ * /healthz (the process is up), /readyz (PostgreSQL, NATS and an S3 media store answer, and every
+ * consume loop of this process takes work), /metrics (Prometheus).
+ */
 export function healthRoutes(app: FastifyInstance, rt: Runtime): void {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
@@ -20,6 +23,9 @@ export function healthRoutes(app: FastifyInstance, rt: Runtime): void {
       within(2000, rt.nc.flush()).then(() => { checks.nats = 'ok'; }, (e: Error) => { checks.nats = e.message; }),
       ...(rt.media.check ? [within(2000, rt.media.check()).then(() => { checks.media = 'ok'; }, (e: Error) => { checks.media = e.message; })] : []),
     ]);
+    // A loop of this process that is not taking work makes it not ready, named, so an operator (or
+    // an orchestrator's probe) sees a stopped channel instead of a silent backlog.
+    for (const loop of downLoops()) checks[`loop ${loop.name}`] = `not consuming for ${Math.round(loop.sinceMs / 1000)} s: ${loop.reason}`;
     const ready = Object.values(checks).every((v) => v === 'ok');
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
   });
