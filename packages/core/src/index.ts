@@ -40,3 +40,4 @@ export * from './outbound/outbound-guard.ts';
 export * from './retry-schedule.ts';
 export * from './sweeper.ts';
 export * from './nats/loop-health.ts';
+export * from './backlog.ts';

@@ -7,6 +7,7 @@ import { createAsyncCommitPool, createPool, type Db } from './db/pool.ts';
 import { DirectoryMediaStore } from './media/directory-store.ts';
 import type { MediaStore } from './media/media-store.ts';
 import { S3MediaStore } from './media/s3-store.ts';
+import { measureBacklogIn } from './backlog.ts';
 import { connectNats, ensureTopology } from './nats/topology.ts';
 import { resolveMasterKey } from './secrets/master-key.ts';
 import { deriveKey, SecretBox } from './secrets/secret-box.ts';
@@ -82,6 +83,7 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
       }
     })();
     const media = await openMediaStore(config);
+    measureBacklogIn(db);
     return {
       config,
       logger,
@@ -99,6 +101,7 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
       onNatsReconnect: (l) => void reconnectListeners.push(l),
       async close() {
         media.close?.();
+        measureBacklogIn(null);
         await conn.drain().catch(() => conn.close());
         await Promise.all([db.end(), leases.end()]);
       },

@@ -171,10 +171,11 @@ export class CallbackStore {
   /** Pending callbacks whose wake-up was lost; pushes their due time by the grace (see DeliveryStore.takeOverdue). */
   async takeOverdue(graceMs: number, limit: number): Promise<string[]> {
     const { rows } = await this.db.query<{ id: string }>(
-      `UPDATE callbacks SET next_attempt_at = now()
+      `UPDATE callbacks SET swept_at = now()
         WHERE id IN (SELECT id FROM callbacks
                       WHERE status = 'pending' AND next_attempt_at < now() - $1 * interval '1 millisecond'
                         AND (lease_until IS NULL OR lease_until < now())
+                        AND (swept_at IS NULL OR swept_at < now() - $1 * interval '1 millisecond')
                       ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
        RETURNING id`,
       [graceMs, limit],

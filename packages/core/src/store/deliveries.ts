@@ -338,16 +338,18 @@ export class DeliveryStore {
 
   /**
    * Deliveries that are due but were not picked up within `graceMs` (their wake-up was lost with a
-   * crash or a JetStream store). Pushes their due time forward by the grace so one sweep does not
-   * re-enqueue the same row again before the worker has had a chance.
+   * crash or a JetStream store). Marks them swept, so the next sweep does not re-enqueue the same
+   * row again before the worker has had a chance; their due time stays as it was, because the
+   * backlog's age (oldestDue) is read from it.
    */
   async takeOverdue(graceMs: number, limit: number): Promise<{ id: string; channel: Channel }[]> {
     const { rows } = await this.db.query<{ id: string; channel: Channel }>(
-      `UPDATE deliveries SET next_attempt_at = now()
+      `UPDATE deliveries SET swept_at = now()
         WHERE id IN (
           SELECT id FROM deliveries
            WHERE status = 'pending' AND next_attempt_at < now() - $1 * interval '1 millisecond'
              AND (lease_until IS NULL OR lease_until < now())
+             AND (swept_at IS NULL OR swept_at < now() - $1 * interval '1 millisecond')
            ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
         RETURNING id, channel`,
       [graceMs, limit],
