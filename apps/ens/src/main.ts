@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { UsageError } from './output.ts';
+import { isOperatorError, UsageError } from './output.ts';
 
 // Commands are imported when run: `ens --help` or a mistyped command answers at once, and the
 // operator commands do not load the four roles (Fastify, the worker, …) that only `serve` needs.
@@ -22,8 +22,6 @@ Configuration comes from environment variables; see the README.`;
 
 const COMMANDS = new Set(['serve', 'migrate', 'clients', 'callbacks', 'staff']);
 
-/** Errors that are the operator's to fix (bad configuration or plugin settings, a missing engine): one line, exit 2. */
-const OPERATOR_ERRORS = new Set(['ENS_ERR_CONFIG', 'ENS_ERR_ENGINE_MISSING', 'ENS_ERR_PLUGIN']);
 
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -93,7 +91,7 @@ main(process.argv.slice(2)).catch((e: unknown) => {
   }
   const code = (e as { code?: unknown } | null)?.code;
   // ERR_PARSE_ARGS_*: node's parseArgs refusing the command line (unknown option, missing value).
-  if (typeof code === 'string' && (OPERATOR_ERRORS.has(code) || code.startsWith('ERR_PARSE_ARGS_'))) {
+  if (isOperatorError(e) || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_'))) {
     process.stderr.write(`ens: ${(e as Error).message}\n`);
     process.exit(2);
   }

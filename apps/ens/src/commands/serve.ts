@@ -1,20 +1,20 @@
-import { ConfigError, createLogger, MASTER_KEY_MISMATCH, migrate, openRuntime, type Config } from '@ens/core';
+import { ConfigError, createLogger, MASTER_KEY_MISMATCH, migrate, openRuntime, type Config, type Runtime } from '@ens/core';
 import { resolveEngines } from '../engines.ts';
 import { removeEnginesFile, writeEnginesFile } from '../engines-file.ts';
+import { isOperatorError } from '../output.ts';
 import { startRoles, type Role } from '../roles.ts';
+import { StoppedWaiting, untilReachable } from '../until-reachable.ts';
 
 /**
  * `ens serve`: starts engines when none are configured, applies migrations, runs the chosen roles,
  * and on SIGINT/SIGTERM stops them (intake first, engines last). A second signal exits at once.
+ * PostgreSQL or NATS being away at start is waited out (see untilReachable); only a configuration
+ * error ends the process.
  */
 export async function serve(config: Config, roles: Role[]): Promise<void> {
   const logger = createLogger(config);
   const engines = await resolveEngines(config, { needNats: true, start: true, log: (line) => logger.debug({ engine: line }, 'engine') });
-  const rt = await openRuntime(config, { databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl! }, logger).catch(async (e: unknown) => {
-    await engines.stop();
-    throw e;
-  });
-  if (engines.owned) await writeEnginesFile(config.dataDir, { pid: process.pid, databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl! });
+  let rt: Runtime | undefined;
   let stopRoles: () => Promise<void> = async () => {};
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -26,7 +26,7 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
     logger.info({ signal }, 'stopping');
     void (async () => {
       await stopRoles();
-      await rt.close().catch(() => {});
+      await rt?.close().catch(() => {});
       if (engines.owned) await removeEnginesFile(config.dataDir);
       await engines.stop();
       logger.info('stopped');
@@ -36,16 +36,30 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 
-  const applied = await migrate(rt.db);
-  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-  if (!(await rt.clients.masterKeyOpensStoredSecrets())) {
-    logger.fatal(MASTER_KEY_MISMATCH);
-    await rt.close().catch(() => {});
+  // A port that cannot be bound is the operator's to fix, like configuration: waiting mends nothing.
+  const isFatal = (e: unknown) => isOperatorError(e) || ['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'].includes((e as { code?: string } | null)?.code ?? '');
+  const wait = { logger, isFatal, stopping: () => stopping };
+  try {
+    rt = await untilReachable('start', () => openRuntime(config, { databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl! }, logger), wait);
+    const open = rt;
+    if (engines.owned) await writeEnginesFile(config.dataDir, { pid: process.pid, databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl! });
+    const applied = await untilReachable('migrate', () => migrate(open.db), wait);
+    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+    if (!(await untilReachable('master key check', () => open.clients.masterKeyOpensStoredSecrets(), wait))) {
+      logger.fatal(MASTER_KEY_MISMATCH);
+      await open.close().catch(() => {});
+      await engines.stop();
+      throw new ConfigError(MASTER_KEY_MISMATCH);
+    }
+    const running = await untilReachable('roles', () => startRoles(open, roles, { port: config.port, host: config.host }), wait);
+    stopRoles = running.stop;
+    const shown = config.host.includes(':') ? `[${config.host}]` : config.host;
+    logger.info({ roles }, running.api ? `ENS listening on http://${shown}:${config.port} (API docs at /docs)` : 'ENS running');
+  } catch (e) {
+    // A signal during the wait: the shutdown under way stops what was started and exits.
+    if (e instanceof StoppedWaiting || stopping) return new Promise(() => {});
+    await rt?.close().catch(() => {});
     await engines.stop();
-    throw new ConfigError(MASTER_KEY_MISMATCH);
+    throw e;
   }
-  const running = await startRoles(rt, roles, { port: config.port, host: config.host });
-  stopRoles = running.stop;
-  const shown = config.host.includes(':') ? `[${config.host}]` : config.host;
-  logger.info({ roles }, running.api ? `ENS listening on http://${shown}:${config.port} (API docs at /docs)` : 'ENS running');
 }
