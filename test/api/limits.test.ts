@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { runEns } from '../harness/ens-process.ts';
-import { acceptHandoff, newId, type Db } from '@ens/core';
+import { acceptHandoff, newId } from '@ens/core';
+import { type Db } from '@ens/core/internal';
 import { startTestService, smsHandoff, uniqueKey, waitFor, type ApiResponse, type TestClient } from '../harness/service.ts';
 
 const SECONDS_PER_DAY = 86_400;

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { SEND_STREAM, CALLBACK_STREAM, sendConsumer } from '@ens/core';
+import { SEND_STREAM, CALLBACK_STREAM, sendConsumer } from '@ens/core/internal';
 import { startTestService, uniqueKey, waitFor, type TestService } from '../harness/service.ts';
 
 /**

@@ -1,43 +1,40 @@
-export * from './config.ts';
-export * from './durations.ts';
-export * from './errors.ts';
-export * from './ids.ts';
-export * from './phone.ts';
-export * from './timestamps.ts';
-export * from './runtime.ts';
-export * from './db/pool.ts';
-export * from './db/coalescer.ts';
-export * from './slots.ts';
-export * from './db/migrate.ts';
-export * from './domain/handoff-rules.ts';
-export * from './media/media-store.ts';
-export * from './media/directory-store.ts';
-export * from './nats/topology.ts';
-export * from './schemas/channel.ts';
-export * from './schemas/handoff.ts';
-export * from './schemas/delivery.ts';
-export * from './schemas/tenant.ts';
-export * from './schemas/device.ts';
-export * from './schemas/error-body.ts';
-export * from './schemas/callback-payload.ts';
-export * from './secrets/password-hash.ts';
-export * from './secrets/secret-box.ts';
-export * from './secrets/master-key.ts';
-export * from './store/accept.ts';
-export * from './store/accept-batcher.ts';
-export * from './store/callbacks.ts';
-export * from './store/clients.ts';
-export * from './store/client-directory.ts';
-export * from './store/deliveries.ts';
-export * from './store/feed.ts';
-export * from './store/tenants.ts';
-export * from './store/devices.ts';
-export * from './media/s3-store.ts';
-export * from './nats/wakeups.ts';
-export * from './metrics.ts';
-export * from './nats/work-queue.ts';
-export * from './outbound/outbound-guard.ts';
-export * from './retry-schedule.ts';
-export * from './sweeper.ts';
-export * from './nats/loop-health.ts';
-export * from './backlog.ts';
+/**
+ * @ens/core, the public surface: the domain every role and embedder speaks. Configuration, the
+ * error registry, the wire schemas (TypeBox: validation, types and OpenAPI from one source), the
+ * handoff rules, the stores a Runtime holds, migrations and the outbound-address guard.
+ *
+ * The machinery the roles share (PostgreSQL pools and batching, the JetStream topology and its
+ * consume loops, wake-ups, the sweeper, metric counters, secrets) is `@ens/core/internal`: it may
+ * change with any release and is not for plugins or embedders.
+ */
+export { loadConfig, ConfigError, MASTER_KEY_MISMATCH, type Config, type OpsConfig } from './config.ts';
+export { EnsError, Errors, isEnsError, type EnsErrorOptions, type FieldError } from './errors.ts';
+export { openRuntime, createLogger, type Runtime } from './runtime.ts';
+export { migrate } from './db/migrate.ts';
+
+export { CHANNELS, Channel, DELIVERY_STATUSES, DeliveryStatus } from './schemas/channel.ts';
+export { InlineImage, Content, MessageEntry, Handoff, AcceptedDelivery, AcceptedHandoff } from './schemas/handoff.ts';
+export { CallbackPayload, DeliveryRecord, DeliveryPage, DeliveryQuery } from './schemas/delivery.ts';
+export { TenantId, TenantSettings, TenantCreate, TenantPatch, Tenant } from './schemas/tenant.ts';
+export { PushPlatform, UserId, DeviceToken, WebPushSubscription, DevicePut, Device, DeviceList } from './schemas/device.ts';
+export { ErrorBody } from './schemas/error-body.ts';
+export { serialiseCallback } from './schemas/callback-payload.ts';
+
+export { planDeliveries, type PlannedDelivery, type RuleLimits } from './domain/handoff-rules.ts';
+export { normalisePhone } from './phone.ts';
+export { parseDuration, parseBackoff } from './durations.ts';
+export { formatTimestamp, isIsoTimestamp } from './timestamps.ts';
+export { newId } from './ids.ts';
+export { nextRetryDelay } from './retry-schedule.ts';
+
+export { acceptHandoff, type AcceptInput, type AcceptOutcome } from './store/accept.ts';
+export { readFeed } from './store/feed.ts';
+export { ClientStore, type ClientRow, type IssuedClient } from './store/clients.ts';
+export { TenantStore } from './store/tenants.ts';
+export { DeviceStore, MAX_DEVICES_PER_USER } from './store/devices.ts';
+export { DeliveryStore } from './store/deliveries.ts';
+export { CallbackStore, type DeadLetter } from './store/callbacks.ts';
+export type { MediaStore } from './media/media-store.ts';
+
+export { checkOutboundUrl, resolvePublicAddress, type UrlCheck, type AddressCheck, type LookupAll } from './outbound/outbound-guard.ts';
+export { metricsRegistry } from './metrics.ts';

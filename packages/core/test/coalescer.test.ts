@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Coalescer } from '@ens/core';
+import { Coalescer } from '@ens/core/internal';
 
 /** A batch function whose calls are recorded and finish only when the test says so. */
 function controlledRun() {

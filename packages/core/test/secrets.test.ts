@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { hashSecret, SecretBox, verifySecret } from '@ens/core';
+import { hashSecret, SecretBox, verifySecret } from '@ens/core/internal';
 
 t.test('client secrets are stored as scrypt hashes and verify only with the right secret', async (t) => {
   const stored = await hashSecret('s3cret');

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Slots } from '@ens/core';
+import { Slots } from '@ens/core/internal';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

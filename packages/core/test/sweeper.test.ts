@@ -1,10 +1,10 @@
 import t from 'tap';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
+import { metricsRegistry, type CallbackStore, type DeliveryStore } from '@ens/core';
 import {
-  metricsRegistry, purgeExpiredIdempotencyKeys, requeueOverdueCallbacks, requeueOverdueDeliveries, startSweeper,
-  type CallbackStore, type Db, type DeliveryStore, type SweepJob,
-} from '@ens/core';
+  purgeExpiredIdempotencyKeys, requeueOverdueCallbacks, requeueOverdueDeliveries, startSweeper, type Db, type SweepJob,
+} from '@ens/core/internal';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { FEED_WAKE_SUBJECT, wakeFeed } from '@ens/core';
+import { FEED_WAKE_SUBJECT, wakeFeed } from '@ens/core/internal';
 
 const nextTurn = () => new Promise((r) => setImmediate(r));
 

@@ -3,7 +3,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { ClientDirectory, httpDuration, type Runtime } from '@ens/core';
+import { type Runtime } from '@ens/core';
+import { ClientDirectory, httpDuration } from '@ens/core/internal';
 import { AccessTokens } from './auth/access-token.ts';
 import { clientAuthenticator } from './auth/require-client.ts';
 import { tokenRoute } from './auth/token-route.ts';

@@ -1,8 +1,8 @@
 import type { JsMsg } from '@nats-io/jetstream';
+import { nextRetryDelay, type ClientRow, type Runtime } from '@ens/core';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, nextRetryDelay, requeueOverdueCallbacks, runInSlotOrRequeue, Slots, startSweeper,
-  type CallbackClaim, type ClaimedCallback, type ClientRow, type PostResult, type Runtime,
-} from '@ens/core';
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, requeueOverdueCallbacks, runInSlotOrRequeue, Slots, startSweeper, type CallbackClaim, type ClaimedCallback, type PostResult,
+} from '@ens/core/internal';
 import { closeCallbackConnections, postCallback } from './delivery/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
 

@@ -1,4 +1,5 @@
-import { FEED_WAKE_SUBJECT, feedStamped, registerLoop, type Runtime } from '@ens/core';
+import { type Runtime } from '@ens/core';
+import { FEED_WAKE_SUBJECT, feedStamped, registerLoop } from '@ens/core/internal';
 import { stampBatch } from './stamper.ts';
 
 const BATCH = 5000;

@@ -1,4 +1,4 @@
-import type { Db } from '@ens/core';
+import type { Db } from '@ens/core/internal';
 
 /*
  * One statement, run on its own (autocommit), so the row locks it takes are held only for the

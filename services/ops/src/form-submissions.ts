@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '@ens/core';
+import type { Db } from '@ens/core/internal';
 
 const ID = /^[A-Za-z0-9_-]{22}$/;
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Db } from '@ens/core';
+import type { Db } from '@ens/core/internal';
 import type { StaffRow } from './staff/staff-store.ts';
 
 /** The cookie holds the token; the table holds its SHA-256, so the table alone opens no session. */

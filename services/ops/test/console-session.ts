@@ -1,5 +1,6 @@
 import { Signer } from '@fastify/cookie';
-import { deriveKey, resolveMasterKey, type Runtime } from '@ens/core';
+import { type Runtime } from '@ens/core';
+import { deriveKey, resolveMasterKey } from '@ens/core/internal';
 import { SessionStore } from '../src/session-store.ts';
 import { StaffStore, type StaffRow } from '../src/staff/staff-store.ts';
 

@@ -1,6 +1,7 @@
 import CircuitBreaker from 'opossum';
 import { classifyError, permanentError, type OutboundMessage, type SendResult } from '@ens/plugin-sdk';
-import { providerUp, type Channel, type Runtime } from '@ens/core';
+import { type Channel, type Runtime } from '@ens/core';
+import { providerUp } from '@ens/core/internal';
 import type { LoadedProvider } from './provider-loader.ts';
 
 /** A send that failed, with the provider that was asked (recorded as the attempt's provider). */

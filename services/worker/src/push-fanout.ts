@@ -1,5 +1,6 @@
 import { classifyError, ProviderError, type OutboundMessage } from '@ens/plugin-sdk';
-import { devicesRemoved, type AttemptResult, type ClaimedDelivery, type Runtime } from '@ens/core';
+import { type Runtime } from '@ens/core';
+import { devicesRemoved, type AttemptResult, type ClaimedDelivery } from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
 
 /** Enough of each device's answer to say what happened, without one long last_error. */

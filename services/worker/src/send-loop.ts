@@ -1,9 +1,9 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
+import { nextRetryDelay, type Channel, type Runtime } from '@ens/core';
 import {
-  attemptsTotal, nextRetryDelay, runInSlotOrRequeue, wakeCallbacks, wakeFeed,
-  type AttemptResult, type Channel, type ClaimedDelivery, type ClaimMiss, type Runtime, type Slots,
-} from '@ens/core';
+  attemptsTotal, runInSlotOrRequeue, wakeCallbacks, wakeFeed, type AttemptResult, type ClaimedDelivery, type ClaimMiss, type Slots,
+} from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
 import { sendToDevices } from './push-fanout.ts';
 

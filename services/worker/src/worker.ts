@@ -1,7 +1,7 @@
+import { CHANNELS, type Channel, type Runtime } from '@ens/core';
 import {
-  CHANNELS, consumeWorkQueue, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SEND_STREAM, sendConsumer, Slots, startSweeper, wakeCallbacks, wakeFeed,
-  type Channel, type Runtime,
-} from '@ens/core';
+  consumeWorkQueue, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SEND_STREAM, sendConsumer, Slots, startSweeper, wakeCallbacks, wakeFeed,
+} from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
 import { checkProviderConfig, closeProviders, loadProviders, type LoadedProviders } from './provider-loader.ts';

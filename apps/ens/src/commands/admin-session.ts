@@ -1,5 +1,6 @@
 import pino from 'pino';
-import { CallbackStore, ClientStore, createPool, MASTER_KEY_MISMATCH, migrate, resolveMasterKey, SecretBox, connectNats, ensureTopology, wakeCallbacks, type Config, type Db } from '@ens/core';
+import { CallbackStore, ClientStore, MASTER_KEY_MISMATCH, migrate, type Config } from '@ens/core';
+import { createPool, resolveMasterKey, SecretBox, connectNats, ensureTopology, wakeCallbacks, type Db } from '@ens/core/internal';
 import { resolveEngines } from '../engines.ts';
 import { UsageError } from '../output.ts';
 

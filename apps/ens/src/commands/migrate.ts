@@ -1,4 +1,5 @@
-import { createPool, migrate, type Config } from '@ens/core';
+import { migrate, type Config } from '@ens/core';
+import { createPool } from '@ens/core/internal';
 import { resolveEngines } from '../engines.ts';
 
 /** `ens migrate`: applies pending SQL migrations and prints what it applied. */

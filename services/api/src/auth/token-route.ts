@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { Errors, verifySecret, type ClientStore } from '@ens/core';
+import { Errors, type ClientStore } from '@ens/core';
+import { verifySecret } from '@ens/core/internal';
 import type { TokenRateLimits } from '../limits/rate-limits.ts';
 import { CLIENT_CREDENTIALS, type AccessTokens } from './access-token.ts';
 

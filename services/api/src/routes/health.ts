@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { downLoops, metricsRegistry, type Runtime } from '@ens/core';
+import { metricsRegistry, type Runtime } from '@ens/core';
+import { downLoops } from '@ens/core/internal';
 
 async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

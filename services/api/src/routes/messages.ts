@@ -3,9 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import stringify from 'safe-stable-stringify';
 import {
-  AcceptedHandoff, acceptHandoff, deliveriesAccepted, Errors, ErrorBody, Handoff, newId, planDeliveries, wakeFeed, wakeSenders,
-  type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
+  AcceptedHandoff, acceptHandoff, Errors, ErrorBody, Handoff, newId, planDeliveries, type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
 } from '@ens/core';
+import { deliveriesAccepted, wakeFeed, wakeSenders } from '@ens/core/internal';
 import { checkOutboundUrl } from '@ens/core';
 
 const IdempotencyHeaders = Type.Object({

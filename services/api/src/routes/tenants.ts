@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { Errors, ErrorBody, Tenant, TenantCreate, TenantId, TenantPatch, type Runtime, type TenantCreate as TenantCreateT, type TenantPatch as TenantPatchT } from '@ens/core';
+import {
+  Errors, ErrorBody, Tenant, TenantCreate, TenantId, TenantPatch, type Runtime, type TenantCreate as TenantCreateT, type TenantPatch as TenantPatchT,
+} from '@ens/core';
 
 const Params = Type.Object({ tenant: TenantId });
 const ListQuery = Type.Object(

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { webhookRequests } from '@ens/core';
+import { webhookRequests } from '@ens/core/internal';
 import type { Provider } from '@ens/plugin-sdk';
 
 /** Provider status payloads are small; a larger body is not a provider's. */

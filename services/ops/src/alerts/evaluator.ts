@@ -1,4 +1,5 @@
-import { inTransaction, type Runtime } from '@ens/core';
+import { type Runtime } from '@ens/core';
+import { inTransaction } from '@ens/core/internal';
 import { postAlertWebhook, sendAlertEmail, type AlertNotice } from './notify.ts';
 
 const INTERVAL_MS = 30_000;

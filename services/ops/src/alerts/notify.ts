@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { acceptHandoff, isEnsError, newId, planDeliveries, wakeSenders, type Handoff, type Runtime } from '@ens/core';
+import { acceptHandoff, isEnsError, newId, planDeliveries, type Handoff, type Runtime } from '@ens/core';
+import { wakeSenders } from '@ens/core/internal';
 
 /** The internal client and tenant that alert emails are sent as, made on first use. */
 export const ALERTS_CLIENT_NAME = 'ens-ops-alerts';

@@ -1,4 +1,4 @@
-import { isoSql, type Db } from '@ens/core';
+import { isoSql, type Db } from '@ens/core/internal';
 
 export interface ClientListRow {
   id: string;

@@ -1,4 +1,5 @@
-import { isoSql, type Db, type DeadLetter } from '@ens/core';
+import { type DeadLetter } from '@ens/core';
+import { isoSql, type Db } from '@ens/core/internal';
 
 /** The CLI's dead-letter shape, less created_at, which the console does not show. */
 export type DeadLetterRow = Omit<DeadLetter, 'created_at'>;

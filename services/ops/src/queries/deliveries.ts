@@ -1,4 +1,4 @@
-import { inTransaction, isoSql, type Db } from '@ens/core';
+import { inTransaction, isoSql, type Db } from '@ens/core/internal';
 
 export interface DeliveryFilters {
   reference?: string;

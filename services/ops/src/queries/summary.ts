@@ -1,4 +1,5 @@
-import { CHANNELS, providerUp, type Db } from '@ens/core';
+import { CHANNELS } from '@ens/core';
+import { providerUp, type Db } from '@ens/core/internal';
 
 export const STATUSES = ['pending', 'sent', 'failed'] as const;
 export type StatusCounts = Record<(typeof STATUSES)[number], number>;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { wakeCallbacks } from '@ens/core';
+import { wakeCallbacks } from '@ens/core/internal';
 import { listDeadLetters, type DeadLetterRow } from '../queries/dead-letters.ts';
 import { actorOf, formValue, pageContext, queryValue, redirectWithFlash, type ConsoleDeps, sendPage } from '../request-context.ts';
 import { actionButton, field, orDash, pager, query, time } from '../views/components.ts';

@@ -1,4 +1,4 @@
-import { isoSql, type Db } from '@ens/core';
+import { isoSql, type Db } from '@ens/core/internal';
 
 export interface AuditEntry {
   /** Staff email (or subject when the provider gave no email), or 'cli' for `ens staff …`. */

@@ -1,4 +1,5 @@
-import { inTransaction, isoSql, type Db, type OpsConfig } from '@ens/core';
+import { type OpsConfig } from '@ens/core';
+import { inTransaction, isoSql, type Db } from '@ens/core/internal';
 import { superuserSources, type SuperuserSource } from './superuser.ts';
 
 export interface StaffRow {

@@ -1,0 +1,34 @@
+/**
+ * @ens/core/internal: the machinery the roles share. Not a stable interface: plugins use
+ * @ens/plugin-sdk, embedders and the roles' domain code use @ens/core.
+ */
+export { createPool, createAsyncCommitPool, inTransaction, isoSql, type Db, type DbClient } from './db/pool.ts';
+export { Coalescer, type CoalescerOptions } from './db/coalescer.ts';
+export { Slots, SlotsClosedError } from './slots.ts';
+
+export {
+  SEND_STREAM, CALLBACK_STREAM, sendSubject, sendConsumer, CALLBACK_SUBJECT, CALLBACK_CONSUMER, FEED_WAKE_SUBJECT, ACK_WAIT_MS, connectNats, ensureTopology,
+} from './nats/topology.ts';
+export { wakeSenders, wakeCallbacks, wakeFeed } from './nats/wakeups.ts';
+export { consumeWorkQueue, runInSlotOrRequeue, type WorkQueueConsumer, type WorkQueueOptions } from './nats/work-queue.ts';
+export { registerLoop, downLoops, allLoops, consumerUp, type LoopHealth, type LoopState } from './nats/loop-health.ts';
+
+export { startSweeper, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, type SweepJob, type Sweeper } from './sweeper.ts';
+export { readBacklogAge, measureBacklogIn, type BacklogAge, type BacklogKind } from './backlog.ts';
+export {
+  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, feedStamped, sweeperRequeued, providerUp, devicesRemoved, webhookRequests,
+} from './metrics.ts';
+
+export { purgeIdempotencyKeys } from './store/accept.ts';
+export { AcceptBatcher, acceptBatcherFor, type AcceptBatcherOptions } from './store/accept-batcher.ts';
+export { ClientDirectory } from './store/client-directory.ts';
+export { CLIENT_CHANGES_CHANNEL } from './store/clients.ts';
+export type { ClaimedDelivery, ClaimMiss, AttemptResult, Transition, StatusReport } from './store/deliveries.ts';
+export type { ClaimedCallback, CallbackClaim, PostResult } from './store/callbacks.ts';
+export type { DeviceUpsert } from './store/devices.ts';
+
+export { hashSecret, verifySecret } from './secrets/password-hash.ts';
+export { SecretBox, deriveKey } from './secrets/secret-box.ts';
+export { resolveMasterKey } from './secrets/master-key.ts';
+export { DirectoryMediaStore } from './media/directory-store.ts';
+export { S3MediaStore, S3MediaStoreError, MediaNotFoundError, type S3MediaStoreOptions } from './media/s3-store.ts';
