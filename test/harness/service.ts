@@ -90,7 +90,7 @@ async function asResponse(res: Response): Promise<ApiResponse> {
  * Starts engines and the given roles in this process, with a migrated database. Everything is
  * torn down with the test.
  */
-export async function startTestService(t: Teardown, opts: { env?: Record<string, string>; roles?: Role[] } = {}): Promise<TestService> {
+export async function startTestService(t: Teardown, opts: { env?: Record<string, string>; roles?: Role[]; natsUrl?: string } = {}): Promise<TestService> {
   const engines = await startTestEngines(t);
   // A caller that must know the URL before start (to give it to a provider as a webhook URL) picks the port.
   const port = opts.env?.PORT !== undefined ? Number(opts.env.PORT) : await freePort();
@@ -99,14 +99,14 @@ export async function startTestService(t: Teardown, opts: { env?: Record<string,
   const env: Record<string, string> = {
     ...TEST_ENV,
     DATABASE_URL: engines.databaseUrl,
-    NATS_URL: engines.natsUrl,
+    NATS_URL: opts.natsUrl ?? engines.natsUrl,
     ENS_DATA_DIR: dataDir,
     PORT: String(port),
     HOST: '127.0.0.1',
     ...opts.env,
   };
   const config = loadConfig(env);
-  const rt = await openRuntime(config, { databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl }, createLogger(config));
+  const rt = await openRuntime(config, { databaseUrl: engines.databaseUrl, natsUrl: env.NATS_URL! }, createLogger(config));
   await migrate(rt.db);
   const roles = await startRoles(rt, opts.roles ?? ['api', 'worker', 'callbacks', 'feed'], { port, host: '127.0.0.1' });
   t.teardown(async () => {

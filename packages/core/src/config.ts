@@ -13,6 +13,7 @@ const Env = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   NATS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  ENS_NATS_REPLICAS: Type.Optional(Type.String({ pattern: '^[1-5]$' })),
   ENS_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   ENS_MASTER_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/=_-]{43,}$' })),
   ENS_TOKEN_TTL: Type.Optional(Type.String({ pattern: '^\\d+$' })),
@@ -64,6 +65,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** Unset: `ens serve` starts its own nats-server under dataDir. */
   readonly natsUrl: string | undefined;
+  /** Copies JetStream keeps of each stream ENS declares; 3 on a three-node cluster. */
+  readonly natsReplicas: number;
   readonly dataDir: string;
   /** Unset: a key is generated once and kept in `<dataDir>/master.key`. */
   readonly masterKey: string | undefined;
@@ -253,6 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST ?? '127.0.0.1',
     databaseUrl: e.DATABASE_URL,
     natsUrl: e.NATS_URL,
+    natsReplicas: int(e.ENS_NATS_REPLICAS, 1),
     dataDir: path.resolve(e.ENS_DATA_DIR ?? './.ens'),
     masterKey: e.ENS_MASTER_KEY,
     tokenTtlSeconds: int(e.ENS_TOKEN_TTL, 3600),

@@ -69,9 +69,9 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
   let nc: NatsConnection | undefined;
   try {
     nc = await connectNats(urls.natsUrl, 'ens');
-    const js = await ensureTopology(nc);
+    const js = await ensureTopology(nc, config.natsReplicas);
     const conn = nc;
-    const redeclareTopology = () => ensureTopology(conn);
+    const redeclareTopology = () => ensureTopology(conn, config.natsReplicas);
     const reconnectListeners: (() => void)[] = [];
     // A NATS server restarted without its store has no streams: declare them again on reconnect so
     // wake-ups can be published; what was lost is re-sent by the sweepers from PostgreSQL.

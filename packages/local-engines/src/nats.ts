@@ -16,6 +16,28 @@ export interface StartNatsOptions {
   binDirs?: readonly string[];
   /** Default 30 s; JetStream replays its store before accepting clients. */
   startTimeoutMs?: number;
+  /** Makes this server one node of a JetStream cluster (routes between nodes on loopback). */
+  cluster?: NatsClusterNode;
+}
+
+export interface NatsClusterNode {
+  /** The cluster's name; the same on every node. */
+  name: string;
+  /** This node's name, unique in the cluster (JetStream requires one). */
+  serverName: string;
+  /** The port this node accepts routes on. */
+  routePort: number;
+  /** Every node's route port, this one's included. */
+  routePorts: readonly number[];
+}
+
+function clusterArgs(c: NatsClusterNode): string[] {
+  return [
+    '--server_name', c.serverName,
+    '--cluster_name', c.name,
+    '--cluster', `nats://127.0.0.1:${c.routePort}`,
+    '--routes', c.routePorts.map((p) => `nats://127.0.0.1:${p}`).join(','),
+  ];
 }
 
 export interface NatsHandle extends SupervisedEngine {
@@ -52,7 +74,7 @@ export async function startNats(opts: StartNatsOptions): Promise<NatsHandle> {
       // No -m: a monitoring port would be one more port to collide on.
       const server = await spawnEngine({
         command: natsServer,
-        args: ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir],
+        args: ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...(opts.cluster ? clusterArgs(opts.cluster) : [])],
         parentDeathSignal: 'SIGTERM',
         ...(opts.onLog ? { onLog: opts.onLog } : {}),
       });

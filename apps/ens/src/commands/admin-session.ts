@@ -33,7 +33,7 @@ export async function withAdminSession<T>(config: Config, fn: (s: AdminSession) 
         const nc = await connectNats(engines.natsUrl, 'ens-cli').catch(() => null);
         if (!nc) return;
         try {
-          await ensureTopology(nc);
+          await ensureTopology(nc, config.natsReplicas);
           wakeCallbacks(nc, ids, logger);
         } finally {
           await nc.drain().catch(() => {});

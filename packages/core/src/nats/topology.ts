@@ -1,5 +1,6 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream';
+import { ConfigError } from '../config.ts';
 import { CHANNELS, type Channel } from '../schemas/channel.ts';
 
 /**
@@ -18,22 +19,44 @@ export const FEED_WAKE_SUBJECT = 'ens.feed.wake';
 /** How long a worker may hold a message before JetStream hands it to another worker. */
 export const ACK_WAIT_MS = 60_000;
 
+/** `url` may list several servers of a cluster, comma-separated; the client fails over between them. */
 export async function connectNats(url: string, name: string): Promise<NatsConnection> {
-  return connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const servers = url.split(',').map((s) => s.trim()).filter(Boolean);
+  return connect({ servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
 }
 
-/** Declares streams and durable consumers; safe to call from every process at start-up. */
-export async function ensureTopology(nc: NatsConnection): Promise<JetStreamClient> {
+const isNotFound = (err: unknown) => /not found/i.test(String((err as Error)?.message));
+
+/**
+ * Declares streams and durable consumers; safe to call from every process at start-up. Streams get
+ * `replicas` copies (ENS_NATS_REPLICAS: 3 on a three-node cluster survives the loss of a node). A
+ * stream that exists with other subjects or replicas is updated to ENS's; one with another
+ * retention or storage cannot be, and stops the start with what to do.
+ */
+export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<JetStreamClient> {
   const jsm = await jetstreamManager(nc);
   const streams: [string, string[]][] = [
     [SEND_STREAM, CHANNELS.map(sendSubject)],
     [CALLBACK_STREAM, [CALLBACK_SUBJECT]],
   ];
   for (const [name, subjects] of streams) {
+    let existing;
     try {
-      await jsm.streams.info(name);
-    } catch {
-      await jsm.streams.add({ name, subjects, retention: RetentionPolicy.Workqueue, storage: StorageType.File });
+      existing = (await jsm.streams.info(name)).config;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await jsm.streams.add({ name, subjects, retention: RetentionPolicy.Workqueue, storage: StorageType.File, num_replicas: replicas });
+      continue;
+    }
+    if (existing.retention !== RetentionPolicy.Workqueue || existing.storage !== StorageType.File) {
+      throw new ConfigError(
+        `JetStream stream ${name} exists with retention "${existing.retention}" and storage "${existing.storage}"; ENS needs a file-stored work queue. ` +
+          `Delete the stream (nats stream rm ${name}: it holds only wake-ups, PostgreSQL keeps the work) and start again.`,
+      );
+    }
+    const sameSubjects = existing.subjects.length === subjects.length && subjects.every((s) => existing.subjects.includes(s));
+    if (!sameSubjects || existing.num_replicas !== replicas) {
+      await jsm.streams.update(name, { subjects, num_replicas: replicas });
     }
   }
   const consumers: [string, string, string][] = [
