@@ -37,4 +37,6 @@ export { CallbackStore, type DeadLetter } from './store/callbacks.ts';
 export type { MediaStore } from './media/media-store.ts';
 
 export { checkOutboundUrl, resolvePublicAddress, type UrlCheck, type AddressCheck, type LookupAll } from './outbound/outbound-guard.ts';
+export { guardedFetch, OutboundRefusedError, type GuardOptions } from './outbound/guarded-fetch.ts';
+export { bodyExcerpt } from '@ens/plugin-sdk';
 export { metricsRegistry } from './metrics.ts';

@@ -32,3 +32,4 @@ export { SecretBox, deriveKey } from './secrets/secret-box.ts';
 export { resolveMasterKey } from './secrets/master-key.ts';
 export { DirectoryMediaStore } from './media/directory-store.ts';
 export { S3MediaStore, S3MediaStoreError, MediaNotFoundError, type S3MediaStoreOptions } from './media/s3-store.ts';
+export { pinnedDispatcher, closeOutboundConnections } from './outbound/pinned-dispatcher.ts';

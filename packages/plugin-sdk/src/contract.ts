@@ -49,7 +49,7 @@ export interface TenantSettings {
 }
 
 /** The version of this contract; plugins declare the range they support in `sdk`. */
-export const SDK_VERSION = '1.0.0';
+export const SDK_VERSION = '1.1.0';
 
 /** What a provider is asked to send: one recipient on one channel, one attempt. */
 export interface OutboundMessage {
@@ -97,11 +97,29 @@ export interface PluginLogger {
   error(obj: object, msg?: string): void;
 }
 
+/**
+ * ENS's outbound-address guard, for requests to an address a client supplied (a Web Push
+ * endpoint, a URL from tenant settings): private, loopback, link-local and metadata addresses are
+ * refused after DNS, the connection goes to the address that was checked, and redirects are not
+ * followed. Requests to a provider's own fixed API need none of this; use plain fetch for those.
+ */
+export interface OutboundGuard {
+  /** Checks a URL's form and IP-literal host; `detail` says why it is refused. DNS is checked by fetch. */
+  check(url: string): { ok: true } | { ok: false; detail: string };
+  /**
+   * fetch through the guard. Rejects with an error whose `code` is ENS_ERR_OUTBOUND_REFUSED when
+   * the address is refused; a 3xx answer comes back as it is, never followed.
+   */
+  fetch(url: string, init?: RequestInit): Promise<Response>;
+}
+
 export interface PluginContext {
   logger: PluginLogger;
   /** Applies a status report to the delivery with that provider_message_id. */
   reportStatus(update: StatusUpdate): Promise<void>;
   media: { get(key: string): Promise<{ bytes: Buffer; mediaType: string }> };
+  /** For every request to an address a client supplied (since SDK 1.1). */
+  outbound: OutboundGuard;
 }
 
 /** An HTTP route a provider mounts for inbound webhooks, under /webhooks/<plugin name>/. */

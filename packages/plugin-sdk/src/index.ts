@@ -2,3 +2,4 @@ export * from './contract.ts';
 export * from './errors.ts';
 export * from './plugin-shape.ts';
 export * from './retry-after.ts';
+export * from './excerpt.ts';

@@ -1,25 +1,27 @@
-import { deviceGoneError, permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
+import { bodyExcerpt, deviceGoneError, permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
 
 /**
  * The push service's reason in a line for last_error. Services answer in their own shapes:
  * Mozilla JSON {errno, message}, Apple JSON {reason}, Google plain text; anything else is the
- * text itself, whitespace collapsed and cut short.
+ * text itself. The endpoint is a client's choice, so whatever comes back is cut to a short,
+ * printable excerpt: an answer from an address that should not have been reachable never travels
+ * back whole.
  */
 export function describeBody(text: string): string {
   const t = text.trim();
   if (t === '') return '(no body)';
+  let reason = t;
   try {
     const j = JSON.parse(t) as Record<string, unknown>;
     if (j !== null && typeof j === 'object') {
-      if (typeof j.reason === 'string') return j.reason;
-      if (typeof j.message === 'string') return typeof j.errno === 'number' ? `errno ${j.errno}: ${j.message}` : j.message;
-      if (typeof j.error === 'string') return j.error;
+      if (typeof j.reason === 'string') reason = j.reason;
+      else if (typeof j.message === 'string') reason = typeof j.errno === 'number' ? `errno ${j.errno}: ${j.message}` : j.message;
+      else if (typeof j.error === 'string') reason = j.error;
     }
   } catch {
     // not JSON: use the text
   }
-  const flat = t.replace(/\s+/g, ' ');
-  return flat.length > 300 ? `${flat.slice(0, 300)}…` : flat;
+  return bodyExcerpt(reason);
 }
 
 export interface Answer {
@@ -59,6 +61,11 @@ export function classifyNetworkFailure(e: unknown, origin: string, timeoutMs: nu
   if (err?.name === 'TimeoutError' || err?.name === 'AbortError') {
     return transientError(`webpush: push service ${origin} did not answer within ${timeoutMs} ms`, e);
   }
+  if ((e as { code?: string })?.code === 'ENS_ERR_OUTBOUND_REFUSED') {
+    // The subscription points at an address ENS may not reach (loopback, a private network, a
+    // cloud metadata service): it will never be sent to.
+    return permanentError(`webpush: the subscription's endpoint is refused: ${err.message}`, e);
+  }
   const detail = err?.cause?.code ?? err?.cause?.message ?? err?.message ?? String(e);
-  return transientError(`webpush: could not reach push service ${origin}: ${detail}`, e);
+  return transientError(`webpush: could not reach push service ${origin}: ${bodyExcerpt(String(detail))}`, e);
 }

@@ -63,7 +63,7 @@ export default definePlugin<WebPushConfig>({
       async send(m) {
         const subscription = subscriptionOf(m, allowHttp);
         const identity = identityFor(config, m.tenantSettings);
-        const a = await postPush(subscription, JSON.stringify(buildPayload(m)), identity, opts);
+        const a = await postPush(subscription, JSON.stringify(buildPayload(m)), identity, opts, context.outbound);
         if (a.status < 200 || a.status > 299) {
           throw classifyAnswer({ ...a, origin: new URL(subscription.endpoint).origin, app: identity.name });
         }

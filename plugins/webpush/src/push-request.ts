@@ -1,5 +1,5 @@
 import webpush from 'web-push';
-import { permanentError, type WebPushSubscription } from '@ens/plugin-sdk';
+import { permanentError, type OutboundGuard, type WebPushSubscription } from '@ens/plugin-sdk';
 import { classifyNetworkFailure } from './error-classes.ts';
 import type { NamedIdentity } from './vapid-identity.ts';
 
@@ -25,7 +25,12 @@ export interface PushAnswer {
  * a socket-idle timeout, not a deadline for the answer; fetch gives both plain http (a local push
  * service) and a real deadline, and the bytes on the wire are web-push's either way.
  */
-export async function postPush(subscription: WebPushSubscription, payload: string, identity: NamedIdentity, o: PushOptions): Promise<PushAnswer> {
+/**
+ * The endpoint is the client's choice (it came with the device registration), so the request goes
+ * through ENS's outbound guard: no private or loopback address, the checked address pinned, no
+ * redirect followed.
+ */
+export async function postPush(subscription: WebPushSubscription, payload: string, identity: NamedIdentity, o: PushOptions, outbound: OutboundGuard): Promise<PushAnswer> {
   let details: ReturnType<typeof webpush.generateRequestDetails>;
   try {
     details = webpush.generateRequestDetails({ endpoint: subscription.endpoint, keys: { p256dh: subscription.keys.p256dh, auth: subscription.keys.auth } }, payload, {
@@ -47,7 +52,7 @@ export async function postPush(subscription: WebPushSubscription, payload: strin
   const origin = new URL(details.endpoint).origin;
   let res: Response;
   try {
-    res = await fetch(details.endpoint, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(o.timeoutMs) });
+    res = await outbound.fetch(details.endpoint, { method: 'POST', headers, body, signal: AbortSignal.timeout(o.timeoutMs) });
   } catch (e) {
     throw classifyNetworkFailure(e, origin, o.timeoutMs);
   }

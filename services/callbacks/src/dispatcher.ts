@@ -1,9 +1,9 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { nextRetryDelay, type ClientRow, type Runtime } from '@ens/core';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, consumeWorkQueue, requeueOverdueCallbacks, runInSlotOrRequeue, Slots, startSweeper, type CallbackClaim, type ClaimedCallback, type PostResult,
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, closeOutboundConnections, consumeWorkQueue, requeueOverdueCallbacks, runInSlotOrRequeue, Slots, startSweeper, type CallbackClaim, type ClaimedCallback, type PostResult,
 } from '@ens/core/internal';
-import { closeCallbackConnections, postCallback } from './delivery/poster.ts';
+import { postCallback } from './delivery/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
 
 /** Posts in flight at once. */
@@ -124,7 +124,7 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
       slots.close();
       await consumer.stop(rt.config.callbackTimeoutMs + 1000);
       await directory.close();
-      await closeCallbackConnections();
+      await closeOutboundConnections();
     },
   };
 }

@@ -4,10 +4,11 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { MockAgent } from 'undici';
-import { closeCallbackConnections, postCallback } from '../src/delivery/poster.ts';
+import { closeOutboundConnections } from '@ens/core/internal';
+import { postCallback } from '../src/delivery/poster.ts';
 import type { LookupAll } from '@ens/core';
 
-t.teardown(closeCallbackConnections);
+t.teardown(closeOutboundConnections);
 
 interface Received {
   method: string;

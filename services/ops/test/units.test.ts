@@ -68,6 +68,9 @@ t.test('form parsing', async (t) => {
   t.match(rule.rule, { destination_kind: 'email', threshold_percent: 12.5, window_minutes: 15 });
   const hook = parseRule({ name: 'x', scope: 'tenant', value: 'acme', window_minutes: '5', min_volume: '1', threshold_percent: '100', destination: 'https://hooks.example.com/ens' }, 100);
   t.equal(hook.rule?.destination_kind, 'webhook');
+  const internal = parseRule({ name: 'x', scope: 'tenant', value: 'acme', window_minutes: '5', min_volume: '1', threshold_percent: '100', destination: 'http://169.254.169.254/latest' }, 100);
+  t.match(internal.errors.destination, /cannot be used/, 'a webhook on a private or metadata address is refused when the rule is saved');
+  t.equal(internal.rule, null);
   const wrong = parseRule({ name: '', scope: 'planet', value: '', window_minutes: '0', min_volume: 'x', threshold_percent: '101', destination: 'not an address' }, 100);
   t.same(Object.keys(wrong.errors).sort(), ['destination', 'min_volume', 'name', 'scope', 'threshold_percent', 'value', 'window_minutes']);
   t.equal(wrong.rule, null);

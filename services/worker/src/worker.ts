@@ -1,4 +1,4 @@
-import { CHANNELS, type Channel, type Runtime } from '@ens/core';
+import { CHANNELS, checkOutboundUrl, guardedFetch, type Channel, type Runtime } from '@ens/core';
 import {
   consumeWorkQueue, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SEND_STREAM, sendConsumer, Slots, startSweeper, wakeCallbacks, wakeFeed,
 } from '@ens/core/internal';
@@ -30,9 +30,17 @@ const UNKNOWN_REPORT_RETRY_MS = [20, 50, 100, 200, 400, 800, 1600];
 /** The context a plugin gets: status reports go through the same store call as every webhook. */
 export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
   const logger = rt.logger.child({ plugin: pluginName });
+  const guard = { allowPrivate: rt.config.allowPrivateCallbacks };
   return {
     logger,
     media: rt.media,
+    outbound: {
+      check: (url) => {
+        const c = checkOutboundUrl(url, guard);
+        return c.ok ? { ok: true } : c;
+      },
+      fetch: (url, init) => guardedFetch(url, init, guard),
+    },
     async reportStatus(u) {
       const report = { provider: pluginName, providerMessageId: u.providerMessageId, kind: u.status, at: u.at, error: u.error };
       let r = await rt.deliveries.applyStatusReport(report);

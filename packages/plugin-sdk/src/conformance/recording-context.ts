@@ -4,6 +4,8 @@ import type { PluginContext, StatusUpdate } from '../contract.ts';
 export interface RecordingContext extends PluginContext {
   reports: StatusUpdate[];
   logs: { level: string; obj: object; msg?: string }[];
+  /** URLs the plugin fetched through `outbound`, in order. */
+  outboundUrls: string[];
   /** Resolves with the first report that matches, or null after `ms`. */
   waitForReport(match: (u: StatusUpdate) => boolean, ms: number): Promise<StatusUpdate | null>;
 }
@@ -13,9 +15,24 @@ export function recordingContext(media: Record<string, { bytes: Buffer; mediaTyp
   const logs: RecordingContext['logs'] = [];
   const waiters = new Set<() => void>();
   const log = (level: string) => (obj: object, msg?: string) => void logs.push({ level, obj, msg });
+  const outboundUrls: string[] = [];
   return {
     reports,
     logs,
+    outboundUrls,
+    // The kit's fakes listen on loopback, which ENS's guard refuses by default: this guard checks
+    // only the URL's form and records what went through it, so a test can assert that a plugin
+    // sends client-supplied addresses through the guard.
+    outbound: {
+      check(url) {
+        const parsed = URL.canParse(url) ? new URL(url) : null;
+        return parsed && (parsed.protocol === 'https:' || parsed.protocol === 'http:') ? { ok: true } : { ok: false, detail: 'must be an http or https URL' };
+      },
+      async fetch(url, init) {
+        outboundUrls.push(url);
+        return fetch(url, { ...init, redirect: 'manual' });
+      },
+    },
     logger: { info: log('info'), warn: log('warn'), error: log('error') },
     media: {
       async get(key) {

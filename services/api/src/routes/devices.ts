@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import {
-  Device, DeviceList, DevicePut, DeviceToken, Errors, ErrorBody, MAX_DEVICES_PER_USER, TenantId, UserId, type DevicePut as DevicePutT, type Runtime,
+  checkOutboundUrl, Device, DeviceList, DevicePut, DeviceToken, Errors, ErrorBody, MAX_DEVICES_PER_USER, TenantId, UserId, type DevicePut as DevicePutT, type Runtime,
 } from '@ens/core';
 
 const UserParams = Type.Object({ tenant: TenantId, user_id: UserId });
@@ -39,6 +39,14 @@ export function deviceRoutes(app: FastifyInstance, rt: Runtime): void {
       const subscription = req.body.subscription ?? null;
       if (platform === 'webpush' && !subscription) {
         throw Errors.validation('Invalid body: /subscription is required for a webpush device', [{ path: '/subscription', message: 'is required for a webpush device' }]);
+      }
+      if (subscription) {
+        // The endpoint is where ENS will POST: the outbound guard's rules hold from registration on
+        // (form, scheme, loopback and private literals here; DNS and pinning again at every send).
+        const checked = checkOutboundUrl(subscription.endpoint, { allowPrivate: rt.config.allowPrivateCallbacks });
+        if (!checked.ok) {
+          throw Errors.validation(`Invalid body: /subscription/endpoint ${checked.detail}`, [{ path: '/subscription/endpoint', message: checked.detail }]);
+        }
       }
       if (platform !== 'webpush' && subscription) {
         throw Errors.validation(`Invalid body: /subscription is only for webpush devices, not ${platform}`, [{ path: '/subscription', message: `is only for webpush devices, not ${platform}` }]);

@@ -1,16 +1,13 @@
-import type { LookupFunction } from 'node:net';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { checkOutboundUrl, resolvePublicAddress } from '@ens/core';
+import { pinnedDispatcher } from '@ens/core/internal';
 
 /**
  * One HTTP attempt of a callback. Retries, backoff and bookkeeping belong to the caller.
  *
  * Connection pinning: the URL is checked, the hostname is resolved once and every address is
  * checked, and the socket then connects to exactly that checked address (the original Host
- * header and TLS servername/certificate check are kept). Keep-alive pools are keyed by
- * origin AND pinned address, so a reused connection always goes to an address that was checked
- * for that same hostname, and a later post whose DNS answer differs gets a fresh connection to
- * the new (re-checked) address instead of riding an old one.
+ * header and TLS servername/certificate check are kept), through core's pinned dispatcher.
  */
 
 export type PostOutcome =
@@ -45,17 +42,9 @@ const USER_AGENT = 'ENS-Callbacks/1';
 // Enough to let a typical small response finish so the socket goes back to the pool; anything
 // bigger is cut off (closing that connection) rather than downloaded.
 const MAX_DRAIN_BYTES = 4096;
-// Pools are shared by calls with different timeoutMs; the per-attempt deadline is enforced by
-// the abort signal, so this only has to be an upper bound for a dangling connect.
-const CONNECT_TIMEOUT_MS = 60_000;
-// Bounded so that many distinct callback hosts cannot grow memory without limit.
-const MAX_POOLS = 256;
 // setTimeout fires immediately beyond this.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const IGNORED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive']);
-
-/** Insertion-ordered so the first key is the least recently used. */
-const pools = new Map<string, Pool>();
 
 /**
  * POSTs a callback once. Never throws.
@@ -106,7 +95,7 @@ export async function postCallback(opts: PostCallbackOptions): Promise<PostOutco
 
     let response: Dispatcher.ResponseData;
     try {
-      const dispatcher = opts.dispatcher ?? pinnedPool(url, resolved.address, resolved.family);
+      const dispatcher = opts.dispatcher ?? pinnedDispatcher(url, resolved.address, resolved.family);
       response = await dispatcher.request(request);
     } catch (err) {
       return controller.signal.aborted ? timedOut() : { outcome: 'failed', error: describeError(err) };
@@ -125,56 +114,6 @@ export async function postCallback(opts: PostCallbackOptions): Promise<PostOutco
   } finally {
     clearTimeout(timer);
   }
-}
-
-/**
- * Closes every pooled keep-alive connection (waiting for in-flight posts). For graceful
- * shutdown and tests; later posts open new pools.
- */
-export async function closeCallbackConnections(): Promise<void> {
-  const all = [...pools.values()];
-  pools.clear();
-  await Promise.allSettled(all.map((pool) => pool.close()));
-}
-
-function pinnedPool(url: URL, address: string, family: 4 | 6): Pool {
-  const key = `${url.origin} ${address}`;
-  let pool = pools.get(key);
-  if (pool !== undefined) {
-    pools.delete(key);
-    if (pool.closed || pool.destroyed) pool = undefined;
-  }
-  if (pool === undefined) {
-    pool = new Pool(url.origin, {
-      connect: { lookup: pinnedLookup(url.hostname, address, family), timeout: CONNECT_TIMEOUT_MS },
-    });
-  }
-  pools.set(key, pool);
-  while (pools.size > MAX_POOLS) {
-    const [oldestKey, oldest] = pools.entries().next().value as [string, Pool];
-    pools.delete(oldestKey);
-    // close() lets requests already queued on it finish.
-    oldest.close().catch(() => {});
-  }
-  return pool;
-}
-
-/**
- * A resolver that only ever answers the checked address, so a connection cannot reach an
- * address the guard did not see. (IP-literal origins never call it.)
- */
-function pinnedLookup(hostname: string, address: string, family: 4 | 6): LookupFunction {
-  return (host, options, callback) => {
-    if (host !== hostname) {
-      const err: NodeJS.ErrnoException = new Error(`pinned resolver refuses ${host}`);
-      err.code = 'ENOTFOUND';
-      callback(err, '');
-      return;
-    }
-    // Node >= 20 asks for all addresses when autoSelectFamily (happy eyeballs) is on.
-    if (options.all) callback(null, [{ address, family }]);
-    else callback(null, address, family);
-  };
 }
 
 function describeError(err: unknown): string {

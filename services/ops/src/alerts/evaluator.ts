@@ -96,7 +96,7 @@ async function notifyPending(rt: Runtime): Promise<string[]> {
     };
     try {
       if (f.destination_kind === 'email') await sendAlertEmail(rt, notice, f.destination);
-      else await postAlertWebhook(f.destination, notice);
+      else await postAlertWebhook(f.destination, notice, rt.config.allowPrivateCallbacks);
       await rt.db.query('UPDATE alert_firings SET notified_at = now(), notify_error = NULL WHERE id = $1', [f.firing_id]);
       done.push(f.firing_id);
     } catch (err) {

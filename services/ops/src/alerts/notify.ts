@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { acceptHandoff, isEnsError, newId, planDeliveries, type Handoff, type Runtime } from '@ens/core';
+import { acceptHandoff, guardedFetch, isEnsError, newId, planDeliveries, type Handoff, type Runtime } from '@ens/core';
 import { wakeSenders } from '@ens/core/internal';
 
 /** The internal client and tenant that alert emails are sent as, made on first use. */
@@ -94,8 +94,9 @@ export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): P
   }
 }
 
-export async function postAlertWebhook(url: string, n: AlertNotice): Promise<void> {
-  const res = await fetch(url, {
+/** Posts the firing to a webhook, through the outbound guard (no private address, no redirect). */
+export async function postAlertWebhook(url: string, n: AlertNotice, allowPrivate: boolean): Promise<void> {
+  const res = await guardedFetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'user-agent': 'ens-ops-alerts' },
     body: JSON.stringify({
@@ -109,8 +110,7 @@ export async function postAlertWebhook(url: string, n: AlertNotice): Promise<voi
       console_url: n.consoleUrl,
     }),
     signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
-    redirect: 'error',
-  });
+  }, { allowPrivate });
   await res.body?.cancel().catch(() => {});
   if (!res.ok) throw new Error(`the webhook answered HTTP ${res.status}`);
 }

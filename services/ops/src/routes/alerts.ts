@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { planDeliveries } from '@ens/core';
+import { checkOutboundUrl, planDeliveries } from '@ens/core';
 import { AlertStore, type AlertRule, type FiringRow, type NewAlertRule } from '../alerts/alert-store.ts';
 import { alertEmail } from '../alerts/notify.ts';
 import { FIRING_SQL, type FiringAlert } from '../queries/summary.ts';
@@ -16,7 +16,7 @@ type Errors = Partial<Record<keyof Values, string>>;
 const EMPTY: Values = { name: '', scope: 'event_type', value: '', window_minutes: '15', min_volume: '20', threshold_percent: '10', destination: '' };
 
 /** Checks the new-rule form; every problem is reported beside its field. */
-export function parseRule(body: unknown, maxRecipients: number): { values: Values; errors: Errors; rule: NewAlertRule | null } {
+export function parseRule(body: unknown, maxRecipients: number, allowPrivate = false): { values: Values; errors: Errors; rule: NewAlertRule | null } {
   const values = Object.fromEntries(Object.keys(EMPTY).map((k) => [k, formValue(body, k).trim()])) as Values;
   const errors: Errors = {};
   if (!values.name) errors.name = 'Give the rule a name.';
@@ -42,6 +42,11 @@ export function parseRule(body: unknown, maxRecipients: number): { values: Value
       u = null;
     }
     if (!u || (u.protocol !== 'https:' && u.protocol !== 'http:')) errors.destination = 'A webhook URL must start with https:// (or http://).';
+    else {
+      // ENS posts to it: the outbound guard's rules hold from the moment it is saved.
+      const checked = checkOutboundUrl(values.destination, { allowPrivate });
+      if (!checked.ok) errors.destination = `This webhook URL cannot be used: it ${checked.detail}.`;
+    }
   } else {
     // The same rules the API applies to an email recipient.
     try {
@@ -155,7 +160,7 @@ ${pager(firings.length > PAGE ? firingsPage[firingsPage.length - 1]!.id : null, 
   app.get('/alerts', async (req, reply) => render(req, reply, 200, EMPTY, {}));
 
   app.post('/alerts', { preHandler: app.csrfProtection }, async (req, reply) => {
-    const { values, errors, rule } = parseRule(req.body, deps.rt.config.maxRecipients);
+    const { values, errors, rule } = parseRule(req.body, deps.rt.config.maxRecipients, deps.rt.config.allowPrivateCallbacks);
     if (!rule) return render(req, reply, 400, values, errors);
     const who = actorOf(req);
     const created = await store.create(rule, who.actor);
