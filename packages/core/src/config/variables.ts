@@ -1,0 +1,137 @@
+import path from 'node:path';
+import { CHANNELS } from '../schemas/channel.ts';
+import { ConfigError } from './config-error.ts';
+import { backoff, choice, custom, duration, flag, integer, optionalText, text, type EnvVar } from './env-var.ts';
+
+/*
+ * Every environment variable ENS reads, each declared once: name, meaning, schema, default and the
+ * typed value. Adding one is a line here plus its use; the README's table is generated from this
+ * list (`npm run config-table`), and a test fails when the two disagree.
+ */
+
+const PACKAGE_NAME = /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/;
+const CHANNEL_NAME = `(${CHANNELS.join('|')})`;
+const SANDBOX = Object.freeze(['@ens/plugin-sandbox']);
+
+export type Providers = Readonly<Record<(typeof CHANNELS)[number], readonly string[]>>;
+
+/** `sms=@ens/plugin-twilio|@ens/plugin-smpp,email=@ens/plugin-smtp`: `|` separates fail-over choices. */
+function parseProviders(v: string | undefined): Providers {
+  const out: Record<string, readonly string[]> = Object.fromEntries(CHANNELS.map((c) => [c, SANDBOX]));
+  const seen = new Set<string>();
+  for (const pair of (v ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+    const [channel, list] = pair.split('=') as [string, string];
+    if (seen.has(channel)) throw new ConfigError(`ENS_PROVIDERS: ${channel} is named twice; list its providers once, separated by |`);
+    seen.add(channel);
+    const pkgs = list.split('|').map((p) => p.trim());
+    const bad = pkgs.find((p) => !PACKAGE_NAME.test(p));
+    if (bad !== undefined) throw new ConfigError(`ENS_PROVIDERS: ${channel}=${list}: "${bad}" is not an npm package name`);
+    if (new Set(pkgs).size !== pkgs.length) throw new ConfigError(`ENS_PROVIDERS: ${channel} lists a provider twice`);
+    out[channel] = Object.freeze(pkgs);
+  }
+  return Object.freeze(out) as Providers;
+}
+
+function parseJsonObject(v: string | undefined): Readonly<Record<string, unknown>> {
+  if (v === undefined) return Object.freeze({});
+  try {
+    const o = JSON.parse(v) as unknown;
+    if (o !== null && typeof o === 'object' && !Array.isArray(o)) return Object.freeze(o as Record<string, unknown>);
+  } catch {
+    // reported below
+  }
+  throw new Error('must be a JSON object keyed by plugin package name, such as {"@ens/plugin-sandbox": {"handsetDelayMs": 400}}');
+}
+
+export const VARIABLES = {
+  port: integer('PORT', { default: 8080, max: 65535, doc: 'HTTP port of the api role (`0`: any free port)' }),
+  host: text('HOST', { default: '127.0.0.1', doc: 'address to listen on (`0.0.0.0` to serve other machines)' }),
+  databaseUrl: optionalText('DATABASE_URL', { pattern: '^postgres(ql)?://', doc: 'PostgreSQL URL. Unset: ENS starts its own PostgreSQL under `ENS_DATA_DIR/postgres`' }),
+  natsUrl: optionalText('NATS_URL', {
+    doc: 'NATS URL (JetStream enabled); a cluster\'s servers comma-separated. Unset: ENS starts `nats-server -js` under `ENS_DATA_DIR/nats`',
+  }),
+  natsReplicas: integer('ENS_NATS_REPLICAS', { default: 1, min: 1, max: 5, doc: 'copies JetStream keeps of each stream ENS declares: `3` on a three-node cluster survives the loss of a node' }),
+  dataDir: custom('ENS_DATA_DIR', {
+    shown: '`./.ens`',
+    doc: 'local state: self-started engines, inline images (`media/`), the generated master key',
+    transform: (raw) => path.resolve(raw ?? './.ens'),
+  }),
+  masterKey: optionalText('ENS_MASTER_KEY', {
+    pattern: '^[A-Za-z0-9+/=_-]{43,}$',
+    doc:
+      'base64 key (≥ 32 bytes, `openssl rand -base64 32`) that encrypts callback secrets at rest and signs access tokens. Unset: one is generated into `ENS_DATA_DIR/master.key`. ' +
+      '**Set it in production**, identically on every process; losing it makes stored callback secrets unreadable',
+  }),
+  tokenTtlSeconds: integer('ENS_TOKEN_TTL', { default: 3600, min: 1, doc: 'access-token lifetime in seconds (`expires_in`)' }),
+  retryBackoffMs: backoff('ENS_RETRY_BACKOFF', { default: '1s,10s,1m,10m,1h', doc: 'delays before each retry of a transient provider failure; the number of entries is the number of retries' }),
+  callbackBackoffMs: backoff('ENS_CALLBACK_BACKOFF', { default: '1s,10s,1m,10m,1h', doc: 'delays before each retry of a callback post; after the last, the callback is a dead letter' }),
+  callbackTimeoutMs: duration('ENS_CALLBACK_TIMEOUT', { default: '10s', doc: 'time a receiver has to answer a callback post' }),
+  allowPrivateCallbacks: flag('ENS_ALLOW_PRIVATE_CALLBACKS', {
+    default: false,
+    doc: 'let ENS reach loopback, private and link-local addresses a client supplied: callback URLs, Web Push endpoints, alert webhooks (internal receivers, tests)',
+  }),
+  idempotencyTtlMs: duration('ENS_IDEMPOTENCY_TTL', { default: '24h', doc: 'how long Idempotency-Keys are kept' }),
+  maxRecipients: integer('ENS_MAX_RECIPIENTS', { default: 10_000, min: 1, doc: 'recipients per message entry (over → 400)' }),
+  maxBodyBytes: integer('ENS_MAX_BODY_BYTES', { default: 20 * 1024 * 1024, min: 1, doc: 'request body limit in bytes (over → 413)' }),
+  maxImageBytes: integer('ENS_MAX_IMAGE_BYTES', { default: 5 * 1024 * 1024, min: 1, doc: 'decoded size of one inline image (over → 413)' }),
+  rateLimit: integer('ENS_RATE_LIMIT', { default: 200, min: 1, doc: 'requests per second per client on `/v2/`, unless set per client' }),
+  dailyQuota: integer('ENS_DAILY_QUOTA', { default: 0, shown: '`0` (none)', doc: 'messages per channel per UTC day per client, unless set per client' }),
+  tokenRateLimit: integer('ENS_TOKEN_RATE_LIMIT', { default: 60, min: 1, doc: 'token requests per minute, per client id and per address' }),
+  workerConcurrency: integer('ENS_WORKER_CONCURRENCY', { default: 64, min: 1, doc: 'sends in flight per channel per worker process' }),
+  leaseMs: duration('ENS_LEASE', { default: '60s', doc: 'how long a worker holds a delivery for one attempt; a provider call is cut off at 80 % of it (30 s at most)' }),
+  sweepGraceMs: duration('ENS_SWEEP_GRACE', { default: '30s', doc: 'how long past due a delivery or callback may sit before the sweeper re-enqueues it' }),
+  providers: custom('ENS_PROVIDERS', {
+    shown: 'sandbox everywhere',
+    pattern: `^\\s*${CHANNEL_NAME}=[^,]+(,\\s*${CHANNEL_NAME}=[^,]+)*\\s*$`,
+    doc: 'provider plugin packages per channel, `\\|` between fail-over choices, e.g. `sms=@ens/plugin-twilio\\|@ens/plugin-smpp,email=@ens/plugin-smtp` (see [Providers](#providers))',
+    transform: parseProviders,
+  }),
+  providerConfig: custom('ENS_PROVIDER_CONFIG', { shown: '`{}`', pattern: '^\\s*\\{', doc: 'JSON object of plugin settings keyed by package name', transform: parseJsonObject }),
+  failoverThreshold: integer('ENS_FAILOVER_THRESHOLD', { default: 5, min: 1, doc: 'sends in 10 s (more than half failing transiently) that take a provider out of its channel\'s list' }),
+  failoverCooldownMs: duration('ENS_FAILOVER_COOLDOWN', { default: '30s', doc: 'how long a provider stays out before a trial send' }),
+  media: {
+    store: choice('ENS_MEDIA_STORE', ['directory', 's3'], { default: 'directory', doc: 'where inline images are kept: `directory` (`ENS_DATA_DIR/media`) or `s3`' }),
+    bucket: optionalText('ENS_S3_BUCKET', { pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$', doc: 'the bucket, required with `ENS_MEDIA_STORE=s3`' }),
+    region: text('ENS_S3_REGION', { default: 'us-east-1', doc: 'the bucket\'s region' }),
+    endpoint: optionalText('ENS_S3_ENDPOINT', { pattern: '^https?://', shown: 'AWS', doc: 'endpoint of an S3-compatible service, e.g. `http://minio:9000`' }),
+    forcePathStyle: flag('ENS_S3_FORCE_PATH_STYLE', { default: false, doc: '`true` for services without virtual-host buckets (MinIO, Ceph)' }),
+    prefix: text('ENS_S3_PREFIX', { default: '', pattern: '^[^/].*$', shown: 'none', doc: 'key prefix inside the bucket' }),
+  },
+  publicUrl: optionalText('ENS_PUBLIC_URL', {
+    pattern: '^https?://[^/]+(/.*)?$',
+    shown: '`http://HOST:PORT`',
+    doc: 'the URL people and providers reach ENS at: the console\'s redirect URI, Secure cookies when https',
+  }),
+  ops: {
+    issuer: optionalText('ENS_OPS_ISSUER', { pattern: '^https?://', doc: 'OpenID Connect issuer URL of your identity provider; unset, `/ops/` says the console is not configured' }),
+    clientId: optionalText('ENS_OPS_CLIENT_ID', { doc: 'the console\'s client id at the identity provider (required with `ENS_OPS_ISSUER`)' }),
+    clientSecret: optionalText('ENS_OPS_CLIENT_SECRET', { doc: 'the console\'s client secret (required with `ENS_OPS_ISSUER`)' }),
+    scopes: text('ENS_OPS_SCOPES', { default: 'openid email profile', pattern: '(^|\\s)openid(\\s|$)', doc: 'scopes asked for at sign-in' }),
+    groupsClaim: text('ENS_OPS_GROUPS_CLAIM', { default: 'groups', doc: 'the claim that lists a user\'s groups' }),
+    superuserGroup: optionalText('ENS_OPS_SUPERUSER_GROUP', { doc: 'members of this group are console superusers' }),
+    superusers: custom('ENS_OPS_SUPERUSERS', {
+      shown: 'unset',
+      doc: 'comma-separated emails or subjects that are superusers',
+      transform: (raw) => Object.freeze((raw ?? '').split(',').map((x) => x.trim().toLowerCase()).filter(Boolean)),
+    }),
+    sessionTtlMs: duration('ENS_OPS_SESSION_TTL', { default: '8h', doc: 'console session lifetime (server-side)' }),
+    contact: text('ENS_OPS_CONTACT', { default: 'your ENS administrators', doc: 'whom people without rights should ask (shown on the notice page)' }),
+  },
+  logLevel: choice('ENS_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info', doc: 'pino level: `fatal`…`trace`, or `silent`' }),
+} as const;
+
+type Declarations = { readonly [k: string]: EnvVar<unknown> | Declarations };
+
+/** What reading a declaration tree gives: each EnvVar replaced by its value. */
+export type Values<T> = { readonly [K in keyof T]: T[K] extends EnvVar<infer V> ? V : Values<T[K]> };
+
+const isVar = (d: EnvVar<unknown> | Declarations): d is EnvVar<unknown> => typeof (d as EnvVar<unknown>).read === 'function';
+
+/** Every declared variable, in declaration order (the README's table). */
+export function allVariables(tree: Declarations = VARIABLES): EnvVar<unknown>[] {
+  return Object.values(tree).flatMap((d) => (isVar(d) ? [d] : allVariables(d)));
+}
+
+export function readVariables<T extends Declarations>(tree: T, env: Readonly<Record<string, string | undefined>>): Values<T> {
+  return Object.fromEntries(Object.entries(tree).map(([k, d]) => [k, isVar(d) ? d.read(env) : readVariables(d, env)])) as Values<T>;
+}

@@ -1,0 +1,32 @@
+import { readFileSync } from 'node:fs';
+import t from 'tap';
+import { allVariables } from '@ens/core/internal';
+import { configTable, END, README, START, withTable } from '../../scripts/config-table.ts';
+
+/**
+ * One declaration per variable (packages/core/src/config/variables.ts), and the README's table is
+ * that list: a variable added, removed or re-described there without `npm run config-table` fails
+ * here.
+ */
+t.test('the README lists exactly the declared variables', async (t) => {
+  const readme = readFileSync(README, 'utf8');
+  t.ok(readme.includes(START) && readme.includes(END), 'the README has the generated block');
+  t.equal(withTable(readme, configTable()), readme, 'the README\'s table is the generated one (run `npm run config-table`)');
+});
+
+t.test('every declaration is complete and named once', async (t) => {
+  const vars = allVariables();
+  const names = vars.map((v) => v.name);
+  t.same(names.filter((n, i) => names.indexOf(n) !== i), [], 'no variable is declared twice');
+  for (const v of vars) {
+    t.match(v.name, /^(ENS_[A-Z0-9_]+|PORT|HOST|DATABASE_URL|NATS_URL)$/, `${v.name}: an ENS_ name, or one of the conventional four`);
+    t.ok(v.doc.length > 10, `${v.name} says what it is for`);
+    t.ok(v.shownDefault.length > 0, `${v.name} shows its default`);
+  }
+});
+
+t.test('a stale table is caught', async (t) => {
+  const readme = readFileSync(README, 'utf8');
+  const stale = readme.replace(/\| `ENS_LEASE` \|[^\n]*\n/, '');
+  t.not(withTable(stale, configTable()), stale, 'a README missing a row differs from the generated one');
+});
