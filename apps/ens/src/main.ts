@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { isOperatorError, UsageError } from './output.ts';
+import { isOperatorError } from '@ens/plugin-sdk';
+import { UsageError } from './output.ts';
 
 // Commands are imported when run: `ens --help` or a mistyped command answers at once, and the
 // operator commands do not load the four roles (Fastify, the worker, …) that only `serve` needs.

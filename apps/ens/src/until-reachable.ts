@@ -1,3 +1,4 @@
+import { EnsError } from '@ens/core';
 import type { Logger } from 'pino';
 
 /** From half a second, doubling, to at most ten seconds between tries. */
@@ -13,7 +14,8 @@ export interface UntilReachableOptions {
 }
 
 /** Thrown out of a wait that a stop signal interrupted. */
-export class StoppedWaiting extends Error {
+export class StoppedWaiting extends EnsError {
+  static override readonly code: string = 'ENS_ERR_STOPPED';
   constructor() {
     super('stopped while waiting for PostgreSQL or NATS');
   }

@@ -1,94 +1,90 @@
+import { EnsError } from '@ens/plugin-sdk';
+
 /**
- * Errors are values: each carries a stable code, the HTTP status it maps to, and a `detail` a
- * caller can read. Tests assert on `code`; only the API's error handler turns them into responses.
+ * API errors: the branch of ENS's error tree (see EnsError in @ens/plugin-sdk) that becomes an
+ * HTTP answer. Each carries a stable code, the status it maps to and a `detail` the caller can
+ * read; `Errors` below is the registry that makes them, and the API's error handler is the one
+ * place that turns them into responses. Tests assert on `code`.
  */
 export interface FieldError {
   path: string;
   message: string;
 }
 
-export interface EnsErrorOptions {
+export interface HttpErrorOptions {
   errors?: FieldError[];
   headers?: Record<string, string>;
   cause?: unknown;
 }
 
-export class EnsError extends Error {
-  readonly code: string;
+export class HttpError extends EnsError {
+  static override readonly code: string = 'ENS_ERR_HTTP';
   readonly status: number;
-  readonly detail: string;
   readonly errors: FieldError[] | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(code: string, status: number, detail: string, opts: EnsErrorOptions = {}) {
-    super(detail, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = 'EnsError';
-    this.code = code;
+  constructor(code: string, status: number, detail: string, opts: HttpErrorOptions = {}) {
+    super(detail, { code, cause: opts.cause });
     this.status = status;
-    this.detail = detail;
     this.errors = opts.errors;
     this.headers = opts.headers ?? {};
   }
 }
 
-export function isEnsError(e: unknown): e is EnsError {
-  return e instanceof EnsError;
+export function isHttpError(e: unknown): e is HttpError {
+  return e instanceof HttpError;
 }
 
 /** The one registry of error codes. Each factory fixes code and status; callers give the detail. */
 export const Errors = {
   authRequired: () =>
-    new EnsError('ENS_ERR_AUTH_TOKEN_REQUIRED', 401, 'This endpoint requires a client-credentials token.', {
+    new HttpError('ENS_ERR_AUTH_TOKEN_REQUIRED', 401, 'This endpoint requires a client-credentials token.', {
       headers: { 'www-authenticate': 'Bearer' },
     }),
   oauthInvalidClient: () =>
-    new EnsError('invalid_client', 401, 'Client authentication failed.', {
+    new HttpError('invalid_client', 401, 'Client authentication failed.', {
       headers: { 'www-authenticate': 'Basic realm="ens"' },
     }),
   oauthUnsupportedGrant: (grant: string) =>
-    new EnsError('unsupported_grant_type', 400, `Grant type "${grant}" is not supported; use client_credentials.`),
-  oauthInvalidRequest: (detail: string) => new EnsError('invalid_request', 400, detail),
+    new HttpError('unsupported_grant_type', 400, `Grant type "${grant}" is not supported; use client_credentials.`),
+  oauthInvalidRequest: (detail: string) => new HttpError('invalid_request', 400, detail),
   validation: (detail: string, errors: FieldError[]) =>
-    new EnsError('ENS_ERR_VALIDATION', 400, detail, { errors }),
-  badRequest: (detail: string) => new EnsError('ENS_ERR_BAD_REQUEST', 400, detail),
+    new HttpError('ENS_ERR_VALIDATION', 400, detail, { errors }),
+  badRequest: (detail: string) => new HttpError('ENS_ERR_BAD_REQUEST', 400, detail),
   idempotencyKeyMissing: () =>
-    new EnsError('ENS_ERR_IDEMPOTENCY_KEY_MISSING', 400, 'The Idempotency-Key header is required on POST /v2/messages.'),
+    new HttpError('ENS_ERR_IDEMPOTENCY_KEY_MISSING', 400, 'The Idempotency-Key header is required on POST /v2/messages.'),
   idempotencyKeyReused: () =>
-    new EnsError(
+    new HttpError(
       'ENS_ERR_IDEMPOTENCY_KEY_REUSED',
       422,
       'This Idempotency-Key was already used with a different request body.',
     ),
-  idempotencyInFlight: () =>
-    new EnsError('ENS_ERR_IDEMPOTENCY_IN_FLIGHT', 409, 'A request with this Idempotency-Key is still being processed.'),
   tenantNotProvisioned: (tenant: string) =>
-    new EnsError(
+    new HttpError(
       'ENS_ERR_TENANT_NOT_PROVISIONED',
       400,
       `Tenant "${tenant}" is not provisioned for this client; create it with POST /v2/tenants first.`,
     ),
   tenantNotFound: (tenant: string) =>
-    new EnsError('ENS_ERR_TENANT_NOT_FOUND', 404, `Tenant "${tenant}" does not exist for this client.`),
+    new HttpError('ENS_ERR_TENANT_NOT_FOUND', 404, `Tenant "${tenant}" does not exist for this client.`),
   tenantInUse: (tenant: string) =>
-    new EnsError('ENS_ERR_TENANT_IN_USE', 409, `Tenant "${tenant}" has messages and cannot be deleted.`),
+    new HttpError('ENS_ERR_TENANT_IN_USE', 409, `Tenant "${tenant}" has messages and cannot be deleted.`),
   deviceNotFound: (userId: string, tenant: string) =>
-    new EnsError('ENS_ERR_DEVICE_NOT_FOUND', 404, `User "${userId}" of tenant "${tenant}" has no device with this token.`),
+    new HttpError('ENS_ERR_DEVICE_NOT_FOUND', 404, `User "${userId}" of tenant "${tenant}" has no device with this token.`),
   tooManyDevices: (userId: string, max: number) =>
-    new EnsError('ENS_ERR_TOO_MANY_DEVICES', 409, `User "${userId}" already has ${max} devices; delete old ones before adding another.`),
-  payloadTooLarge: (detail: string) => new EnsError('ENS_ERR_PAYLOAD_TOO_LARGE', 413, detail),
+    new HttpError('ENS_ERR_TOO_MANY_DEVICES', 409, `User "${userId}" already has ${max} devices; delete old ones before adding another.`),
+  payloadTooLarge: (detail: string) => new HttpError('ENS_ERR_PAYLOAD_TOO_LARGE', 413, detail),
   rateLimited: (detail: string, retryAfterSeconds: number) =>
-    new EnsError('ENS_ERR_RATE_LIMITED', 429, detail, {
+    new HttpError('ENS_ERR_RATE_LIMITED', 429, detail, {
       headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
     }),
   quotaExceeded: (channel: string, limit: number, retryAfterSeconds: number) =>
-    new EnsError(
+    new HttpError(
       'ENS_ERR_QUOTA_EXCEEDED',
       429,
       `The daily ${channel} quota of ${limit} messages for this client is used up; it resets at 00:00 UTC.`,
       { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } },
     ),
-  notFound: (detail: string) => new EnsError('ENS_ERR_NOT_FOUND', 404, detail),
-  unsupportedMediaType: (detail: string) => new EnsError('ENS_ERR_UNSUPPORTED_MEDIA_TYPE', 415, detail),
-  notReady: (detail: string) => new EnsError('ENS_ERR_NOT_READY', 503, detail),
-  config: (detail: string) => new EnsError('ENS_ERR_CONFIG', 500, detail),
+  notFound: (detail: string) => new HttpError('ENS_ERR_NOT_FOUND', 404, detail),
+  unsupportedMediaType: (detail: string) => new HttpError('ENS_ERR_UNSUPPORTED_MEDIA_TYPE', 415, detail),
 } as const;

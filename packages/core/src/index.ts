@@ -8,7 +8,8 @@
  * change with any release and is not for plugins or embedders.
  */
 export { loadConfig, ConfigError, MASTER_KEY_MISMATCH, type Config, type OpsConfig } from './config.ts';
-export { EnsError, Errors, isEnsError, type EnsErrorOptions, type FieldError } from './errors.ts';
+export { HttpError, Errors, isHttpError, type HttpErrorOptions, type FieldError } from './errors.ts';
+export { EnsError, OperatorError, isOperatorError } from '@ens/plugin-sdk';
 export { openRuntime, createLogger, type Runtime } from './runtime.ts';
 export { migrate } from './db/migrate.ts';
 

@@ -1,7 +1,8 @@
+import { EnsError } from '@ens/plugin-sdk';
+
 /** Thrown by Slots.run once the slots are closed, instead of running the function. */
-export class SlotsClosedError extends Error {
-  readonly code = 'ENS_ERR_SLOTS_CLOSED';
-  override readonly name = 'SlotsClosedError';
+export class SlotsClosedError extends EnsError {
+  static override readonly code: string = 'ENS_ERR_SLOTS_CLOSED';
   constructor() {
     super('slots are closed');
   }

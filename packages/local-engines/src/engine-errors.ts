@@ -1,32 +1,32 @@
+import { EnsError, OperatorError } from '@ens/plugin-sdk';
+
 export type EngineName = 'postgres' | 'nats';
 
 /**
  * Thrown when an engine's executables cannot be found. The message is a single
  * line naming what to install, because it is shown as-is to whoever runs `npm start`.
  */
-export class EngineMissingError extends Error {
-  readonly code = 'ENS_ERR_ENGINE_MISSING';
+export class EngineMissingError extends OperatorError {
+  static override readonly code: string = 'ENS_ERR_ENGINE_MISSING';
   readonly engine: EngineName;
   /** Directories that were searched, for diagnostics. */
   readonly searched: readonly string[];
 
   constructor(engine: EngineName, message: string, searched: readonly string[]) {
     super(message);
-    this.name = 'EngineMissingError';
     this.engine = engine;
     this.searched = searched;
   }
 }
 
 /** Thrown when an engine was found but did not come up; `output` holds its last log lines. */
-export class EngineStartError extends Error {
-  readonly code = 'ENS_ERR_ENGINE_START';
+export class EngineStartError extends EnsError {
+  static override readonly code: string = 'ENS_ERR_ENGINE_START';
   readonly engine: EngineName;
   readonly output: string;
 
   constructor(engine: EngineName, message: string, output = '') {
     super(output ? `${message}\n${output}` : message);
-    this.name = 'EngineStartError';
     this.engine = engine;
     this.output = output;
   }

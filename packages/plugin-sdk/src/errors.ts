@@ -1,3 +1,5 @@
+import { EnsError } from './ens-error.ts';
+
 /**
  * How a provider says a send failed. The worker decides retries from `kind` alone, so plugins
  * never need the worker's code. Classification is by the `ensErrorKind` property, not instanceof,
@@ -5,7 +7,14 @@
  */
 export type ProviderErrorKind = 'transient' | 'permanent' | 'rate_limited';
 
-export class ProviderError extends Error {
+const CODES: Record<ProviderErrorKind, string> = {
+  transient: 'ENS_ERR_PROVIDER_TRANSIENT',
+  permanent: 'ENS_ERR_PROVIDER_PERMANENT',
+  rate_limited: 'ENS_ERR_PROVIDER_RATE_LIMITED',
+};
+
+export class ProviderError extends EnsError {
+  static override readonly code: string = 'ENS_ERR_PROVIDER';
   readonly ensErrorKind: ProviderErrorKind;
   /** For rate_limited: the provider's hint of when to try again, in ms. */
   readonly retryAfterMs: number | undefined;
@@ -13,8 +22,7 @@ export class ProviderError extends Error {
   readonly deviceGone: boolean;
 
   constructor(kind: ProviderErrorKind, message: string, opts: { retryAfterMs?: number; cause?: unknown; deviceGone?: boolean } = {}) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = 'ProviderError';
+    super(message, { code: CODES[kind], cause: opts.cause });
     this.ensErrorKind = kind;
     this.retryAfterMs = opts.retryAfterMs;
     this.deviceGone = opts.deviceGone ?? false;

@@ -1,3 +1,4 @@
+export * from './ens-error.ts';
 export * from './contract.ts';
 export * from './errors.ts';
 export * from './plugin-shape.ts';

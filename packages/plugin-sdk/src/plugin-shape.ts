@@ -1,14 +1,14 @@
 import semver from 'semver';
 import { Compile } from 'typebox/compile';
 import { CHANNELS, PUSH_PLATFORMS, SDK_VERSION, type ProviderPlugin } from './contract.ts';
+import { OperatorError } from './ens-error.ts';
 
 /**
  * The checks ENS's loader makes at start-up and the conformance kit makes for a plugin author:
  * one implementation, so a plugin that passes `ens-plugin-check` is one the loader accepts.
  */
-export class PluginLoadError extends Error {
-  readonly code = 'ENS_ERR_PLUGIN';
-  override readonly name = 'PluginLoadError';
+export class PluginLoadError extends OperatorError {
+  static override readonly code: string = 'ENS_ERR_PLUGIN';
 }
 
 function refuse(pkg: string, field: string, why: string): never {

@@ -1,6 +1,7 @@
 import http2, { type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import tls from 'node:tls';
 import type { PluginLogger } from '@ens/plugin-sdk';
+import { EnsError } from '@ens/plugin-sdk';
 
 export interface Http2Answer {
   status: number;
@@ -13,10 +14,10 @@ export interface Http2Answer {
  * (refused stream, or the connection died before the stream was sent), so sending it again cannot
  * notify the device twice.
  */
-export class TransportError extends Error {
+export class TransportError extends EnsError {
+  static override readonly code: string = 'ENS_ERR_APNS_TRANSPORT';
   constructor(message: string, readonly unprocessed: boolean, cause?: unknown) {
-    super(message, cause === undefined ? undefined : { cause });
-    this.name = 'TransportError';
+    super(message, { cause });
   }
 }
 

@@ -1,10 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
-import { EnsError, Errors, isEnsError } from '@ens/core';
+import { Errors, HttpError, isHttpError } from '@ens/core';
 
 const OAUTH_CODES = new Set(['invalid_client', 'invalid_request', 'unsupported_grant_type', 'invalid_grant', 'invalid_scope']);
 
 /** Maps framework errors (body too large, bad JSON, bad content type) onto the registry. */
-function fromFastify(e: FastifyError, req: FastifyRequest): EnsError | null {
+function fromFastify(e: FastifyError, req: FastifyRequest): HttpError | null {
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       // Fastify's own message does not give the limit; the route's options do.
@@ -27,13 +27,13 @@ function fromFastify(e: FastifyError, req: FastifyRequest): EnsError | null {
  */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: unknown, req, reply) => {
-    let e: EnsError | null = isEnsError(err) ? err : null;
+    let e: HttpError | null = isHttpError(err) ? err : null;
     // JSON parse errors from Node itself arrive as SyntaxError with statusCode 400.
     if (!e && err instanceof SyntaxError) e = Errors.badRequest(`The request body is not valid JSON: ${err.message}`);
     if (!e && err && typeof err === 'object' && 'code' in err) e = fromFastify(err as FastifyError, req);
     if (!e) {
       req.log.error({ err }, 'unhandled error');
-      e = new EnsError('ENS_ERR_INTERNAL', 500, 'Internal error; the request id in the x-request-id header identifies it in the logs.');
+      e = new HttpError('ENS_ERR_INTERNAL', 500, 'Internal error; the request id in the x-request-id header identifies it in the logs.');
     }
     reply.code(e.status).headers(e.headers);
     // The spec and the issue give the token rejection's body as exactly {"detail": ...}.

@@ -1,5 +1,5 @@
 import * as client from 'openid-client';
-import { ConfigError, type OpsConfig } from '@ens/core';
+import { ConfigError, EnsError, type OpsConfig } from '@ens/core';
 import { groupsFromClaim } from './staff/superuser.ts';
 import type { SignIn } from './staff/staff-store.ts';
 
@@ -32,8 +32,8 @@ export function checkIssuer(issuer: string): URL {
   throw new ConfigError(`ENS_OPS_ISSUER: ${issuer} must use https (plain http is allowed only for a provider on this machine's loopback address)`);
 }
 
-export class SignInFailed extends Error {
-  override readonly name = 'SignInFailed';
+export class SignInFailed extends EnsError {
+  static override readonly code: string = 'ENS_ERR_OPS_SIGN_IN';
 }
 
 /**

@@ -1,11 +1,13 @@
 import CircuitBreaker from 'opossum';
-import { classifyError, permanentError, type OutboundMessage, type SendResult } from '@ens/plugin-sdk';
+import { classifyError, EnsError, permanentError, type OutboundMessage, type SendResult } from '@ens/plugin-sdk';
 import { type Channel, type Runtime } from '@ens/core';
 import { providerUp } from '@ens/core/internal';
 import type { LoadedProvider } from './provider-loader.ts';
 
 /** A send that failed, with the provider that was asked (recorded as the attempt's provider). */
-export class ChainSendError extends Error {
+/** A send through the chain failed; `provider` is the one that answered, `causeValue` what it threw. */
+export class ChainSendError extends EnsError {
+  static override readonly code: string = 'ENS_ERR_PROVIDER_CHAIN';
   constructor(readonly provider: string, readonly causeValue: unknown) {
     super(classifyError(causeValue).message);
   }

@@ -1,7 +1,7 @@
 import { ConfigError, createLogger, MASTER_KEY_MISMATCH, migrate, openRuntime, type Config, type Runtime } from '@ens/core';
 import { resolveEngines } from '../engines.ts';
 import { removeEnginesFile, writeEnginesFile } from '../engines-file.ts';
-import { isOperatorError } from '../output.ts';
+import { isOperatorError } from '@ens/plugin-sdk';
 import { startRoles, type Role } from '../roles.ts';
 import { StoppedWaiting, untilReachable } from '../until-reachable.ts';
 

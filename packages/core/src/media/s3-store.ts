@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { MediaStore } from './media-store.ts';
+import { EnsError } from '@ens/plugin-sdk';
 
 const KEY = /^sha256-[0-9a-f]{64}$/;
 
@@ -23,20 +24,20 @@ export interface S3MediaStoreOptions {
  * The key is not in the bucket. `code` is 'ENOENT', as on the error the directory store lets
  * through for a missing file, so a caller tells "no such media" apart the same way on both.
  */
-export class MediaNotFoundError extends Error {
-  readonly code = 'ENOENT';
+export class MediaNotFoundError extends EnsError {
+  static override readonly code: string = 'ENOENT';
 
   constructor(
     readonly key: string,
     where: string,
   ) {
     super(`media not found: ${key} (${where})`);
-    this.name = 'MediaNotFoundError';
   }
 }
 
 /** S3 answered with an error, or could not be reached. The message names bucket and object. */
-export class S3MediaStoreError extends Error {
+export class S3MediaStoreError extends EnsError {
+  static override readonly code: string = 'ENS_ERR_MEDIA_STORE';
   constructor(
     message: string,
     readonly bucket: string,
@@ -46,8 +47,7 @@ export class S3MediaStoreError extends Error {
     readonly httpStatus: number | undefined,
     cause?: unknown,
   ) {
-    super(message, cause === undefined ? undefined : { cause });
-    this.name = 'S3MediaStoreError';
+    super(message, { cause });
   }
 }
 

@@ -1,3 +1,4 @@
+import { EnsError } from '@ens/plugin-sdk';
 import { fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
 import { checkOutboundUrl, resolvePublicAddress, type LookupAll } from './outbound-guard.ts';
 import { pinnedDispatcher } from './pinned-dispatcher.ts';
@@ -10,12 +11,8 @@ export interface GuardOptions {
 }
 
 /** The guard refused the address: its `message` says why, and is safe to show the client. */
-export class OutboundRefusedError extends Error {
-  readonly code = 'ENS_ERR_OUTBOUND_REFUSED';
-  constructor(detail: string) {
-    super(detail);
-    this.name = 'OutboundRefusedError';
-  }
+export class OutboundRefusedError extends EnsError {
+  static override readonly code: string = 'ENS_ERR_OUTBOUND_REFUSED';
 }
 
 /**

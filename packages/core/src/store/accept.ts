@@ -28,7 +28,7 @@ export type AcceptOutcome =
  * Stores a handoff and all its deliveries atomically, keyed by (client, Idempotency-Key). Accepts
  * arriving together share one statement and one transaction (see accept-batcher.ts); each keeps
  * its own outcome. A concurrent duplicate blocks on the key's index entry until the first commits
- * and then gets the replay, so two sends can never both be created. Throws the EnsError of a
+ * and then gets the replay, so two sends can never both be created. Throws the HttpError of a
  * refused item: tenant not provisioned (400), quota exceeded (429), key reused with another body
  * (422).
  */

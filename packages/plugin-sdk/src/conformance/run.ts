@@ -3,6 +3,7 @@ import { classifyError, type ProviderErrorKind } from '../errors.ts';
 import { checkConfig, checkPlugin } from '../plugin-shape.ts';
 import type { ConformanceFixture, ConformanceTarget, WebhookCase } from './fixture.ts';
 import { recordingContext, type RecordingContext } from './recording-context.ts';
+import { EnsError } from '../ens-error.ts';
 
 export interface CheckResult {
   name: string;
@@ -15,7 +16,10 @@ export interface CheckResult {
 
 type Check = (name: string, fn: () => Promise<void> | void) => Promise<boolean>;
 
-class Fail extends Error {}
+/** A conformance check that did not hold; its detail is the reason the kit prints. */
+class Fail extends EnsError {
+  static override readonly code: string = 'ENS_ERR_CONFORMANCE';
+}
 const must = (cond: unknown, detail: string): void => {
   if (!cond) throw new Fail(detail);
 };

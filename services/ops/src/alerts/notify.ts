@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { acceptHandoff, guardedFetch, isEnsError, newId, planDeliveries, type Handoff, type Runtime } from '@ens/core';
+import { acceptHandoff, guardedFetch, isHttpError, newId, planDeliveries, type Handoff, type Runtime } from '@ens/core';
 import { wakeSenders } from '@ens/core/internal';
 
 /** The internal client and tenant that alert emails are sent as, made on first use. */
@@ -89,7 +89,7 @@ export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): P
     if (r.outcome === 'created') wakeSenders(rt.nc, deliveries, rt.logger);
   } catch (e) {
     // Sent before (the key was used with other numbers): once per firing is what we want.
-    if (isEnsError(e) && e.code === 'ENS_ERR_IDEMPOTENCY_KEY_REUSED') return;
+    if (isHttpError(e) && e.code === 'ENS_ERR_IDEMPOTENCY_KEY_REUSED') return;
     throw e;
   }
 }

@@ -1,3 +1,4 @@
+import { EnsError } from '@ens/core';
 import { inTransaction, isoSql, type Db } from '@ens/core/internal';
 
 export interface DeliveryFilters {
@@ -34,7 +35,10 @@ export const PAGE_SIZE = 50;
 /** How long one search may run before the page asks for a narrower one. */
 const SEARCH_TIMEOUT_MS = 5000;
 
-export class SearchTooSlow extends Error {}
+/** A console search that PostgreSQL cancelled at its statement timeout. */
+export class SearchTooSlow extends EnsError {
+  static override readonly code: string = 'ENS_ERR_OPS_SEARCH_TOO_SLOW';
+}
 
 /**
  * Newest first, 50 at a time, keyset-paged on the primary key: ids are UUIDv7, so id order is
