@@ -86,5 +86,12 @@ export const Errors = {
       { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } },
     ),
   notFound: (detail: string) => new HttpError('ENS_ERR_NOT_FOUND', 404, detail),
+  unavailable: (retryAfterSeconds: number) =>
+    new HttpError(
+      'ENS_ERR_UNAVAILABLE',
+      503,
+      `ENS cannot reach its database just now. Retry after ${retryAfterSeconds} s with the same Idempotency-Key: a request that was recorded is answered as a replay, one that was not is accepted then.`,
+      { headers: { 'retry-after': String(retryAfterSeconds) } },
+    ),
   unsupportedMediaType: (detail: string) => new HttpError('ENS_ERR_UNSUPPORTED_MEDIA_TYPE', 415, detail),
 } as const;

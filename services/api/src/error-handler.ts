@@ -1,5 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { Errors, HttpError, isHttpError } from '@ens/core';
+import { isDatabaseUnavailable } from '@ens/core/internal';
+
+/** How long a caller is asked to wait while PostgreSQL is away: a restart or a fail-over. */
+const UNAVAILABLE_RETRY_AFTER_S = 5;
 
 const OAUTH_CODES = new Set(['invalid_client', 'invalid_request', 'unsupported_grant_type', 'invalid_grant', 'invalid_scope']);
 
@@ -30,6 +34,10 @@ export function installErrorHandler(app: FastifyInstance): void {
     let e: HttpError | null = isHttpError(err) ? err : null;
     // JSON parse errors from Node itself arrive as SyntaxError with statusCode 400.
     if (!e && err instanceof SyntaxError) e = Errors.badRequest(`The request body is not valid JSON: ${err.message}`);
+    if (!e && isDatabaseUnavailable(err)) {
+      req.log.warn({ err: (err as Error).message }, 'PostgreSQL unreachable; answered 503');
+      e = Errors.unavailable(UNAVAILABLE_RETRY_AFTER_S);
+    }
     if (!e && err && typeof err === 'object' && 'code' in err) e = fromFastify(err as FastifyError, req);
     if (!e) {
       req.log.error({ err }, 'unhandled error');

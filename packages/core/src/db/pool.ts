@@ -13,6 +13,9 @@ export function createPool(url: string, opts: { max?: number; applicationName?: 
     max: opts.max ?? 20,
     application_name: opts.applicationName ?? 'ens',
     idleTimeoutMillis: 30_000,
+    // With PostgreSQL away, a request waiting for a connection gets an error (a 503) within this,
+    // not a hang past its client's own timeout.
+    connectionTimeoutMillis: 5_000,
     ...(opts.asyncCommit ? { options: '-c synchronous_commit=off' } : {}),
   });
   // An idle client losing its connection (PostgreSQL restart) must not crash the process; the

@@ -1,0 +1,19 @@
+/*
+ * PostgreSQL not reachable, as opposed to a query that is wrong: the connection was refused, cut,
+ * timed out, or the server is starting, stopping or out of connections. The API answers these with
+ * 503 and Retry-After (the request can be repeated with its Idempotency-Key), never 500.
+ */
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+/** SQLSTATE classes 08 (connection exception) and 57P0x (the server shutting down or starting), 53300 (too many connections). */
+const SQLSTATE = /^(08\d{3}|57P0[1-4]|53300)$/;
+/** What node-postgres says when a connection dies under it or none frees up in time. */
+const DRIVER_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED/i;
+
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | null | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && (NETWORK_CODES.has(e.code) || SQLSTATE.test(e.code))) return true;
+    if (typeof e.message === 'string' && DRIVER_MESSAGES.test(e.message)) return true;
+  }
+  return false;
+}
