@@ -8,6 +8,8 @@ import { waitFor } from './service.ts';
 
 export interface NatsCluster {
   nodes: NatsHandle[];
+  /** Holds each node's store, `n1`, `n2`, … */
+  dir: string;
   /** Every node's client URL, comma-separated, as NATS_URL takes it. */
   url: string;
   /** The node that leads `stream` now. */
@@ -48,6 +50,7 @@ export async function startNatsCluster(t: { teardown(fn: () => unknown): void },
   }
   return {
     nodes,
+    dir,
     url,
     async leaderOf(stream) {
       const c = await connect({ servers: nodes.map((n) => n.url) });

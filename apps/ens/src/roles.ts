@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Runtime } from '@ens/core';
-import { buildApi, webhookRoutes } from '@ens/service-api';
+import { buildApi, buildHealthServer, webhookRoutes } from '@ens/service-api';
 import { startCallbacks } from '@ens/service-callbacks';
 import { startFeed } from '@ens/service-feed';
 import { opsConsole, startAlertEvaluator } from '@ens/service-ops';
@@ -25,7 +25,7 @@ export function parseRoles(text: string | undefined): Role[] {
 }
 
 /** Starts the chosen roles on an open runtime; the API listens on `listen`. */
-export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { port: number; host: string }): Promise<RunningRoles> {
+export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { port: number; host: string; healthPort?: number }): Promise<RunningRoles> {
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const s of stops.reverse()) await s().catch((err: unknown) => rt.logger.error({ err }, 'stop failed'));
@@ -68,6 +68,10 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
       // processes may run it: one evaluates per round (advisory lock), and each firing notifies once.
       const alerts = startAlertEvaluator(rt);
       stops.push(() => alerts.stop());
+    } else if (listen.healthPort) {
+      const health = await buildHealthServer(rt);
+      await health.listen({ port: listen.healthPort, host: listen.host });
+      stops.push(() => health.close());
     }
   } catch (e) {
     await stop();

@@ -7,8 +7,8 @@ const MAX_RETRY_MS = 10_000;
 
 export interface UntilReachableOptions {
   logger: Logger;
-  /** An error no retry can mend (configuration): thrown at once, so the process ends with it. */
-  isFatal(err: unknown): boolean;
+  /** An engine being away (worth waiting for); anything else is thrown at once and ends the start. */
+  isTransient(err: unknown): boolean;
   /** True once the process is stopping: the wait ends by throwing StoppedWaiting. */
   stopping(): boolean;
 }
@@ -24,7 +24,8 @@ export class StoppedWaiting extends EnsError {
 /**
  * Runs `attempt` until it succeeds. PostgreSQL or NATS being away (restarting, failing over, not
  * up yet) is waited out with back-off and a warning per try, because a role process that exits
- * leaves its work undone with nobody told; only an error the operator must fix ends the wait.
+ * leaves its work undone with nobody told. Anything else (configuration, a port in use, a bug)
+ * ends the wait at once: retrying would hide it behind warnings.
  */
 export async function untilReachable<T>(what: string, attempt: () => Promise<T>, opts: UntilReachableOptions): Promise<T> {
   let retryMs = FIRST_RETRY_MS;
@@ -33,7 +34,7 @@ export async function untilReachable<T>(what: string, attempt: () => Promise<T>,
     try {
       return await attempt();
     } catch (err) {
-      if (opts.isFatal(err) || opts.stopping()) throw err;
+      if (!opts.isTransient(err) || opts.stopping()) throw err;
       opts.logger.warn({ err: (err as Error)?.message ?? String(err), retryInMs: retryMs }, `${what}: PostgreSQL or NATS is not reachable; trying again`);
     }
     const until = Date.now() + retryMs;

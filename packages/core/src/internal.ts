@@ -5,6 +5,7 @@
 export { createPool, createAsyncCommitPool, inTransaction, isoSql, type Db, type DbClient } from './db/pool.ts';
 export { Coalescer, type CoalescerOptions } from './db/coalescer.ts';
 export { isDatabaseUnavailable } from './db/unavailable.ts';
+export { isNatsUnavailable } from './nats/unavailable.ts';
 export { Slots, SlotsClosedError } from './slots.ts';
 
 export {

@@ -2,6 +2,7 @@ import { ConfigError, createLogger, MASTER_KEY_MISMATCH, migrate, openRuntime, t
 import { resolveEngines } from '../engines.ts';
 import { removeEnginesFile, writeEnginesFile } from '../engines-file.ts';
 import { isOperatorError } from '@ens/plugin-sdk';
+import { isDatabaseUnavailable, isNatsUnavailable } from '@ens/core/internal';
 import { startRoles, type Role } from '../roles.ts';
 import { StoppedWaiting, untilReachable } from '../until-reachable.ts';
 
@@ -36,9 +37,8 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 
-  // A port that cannot be bound is the operator's to fix, like configuration: waiting mends nothing.
-  const isFatal = (e: unknown) => isOperatorError(e) || ['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'].includes((e as { code?: string } | null)?.code ?? '');
-  const wait = { logger, isFatal, stopping: () => stopping };
+  const isTransient = (e: unknown) => !isOperatorError(e) && (isDatabaseUnavailable(e) || isNatsUnavailable(e));
+  const wait = { logger, isTransient, stopping: () => stopping };
   try {
     rt = await untilReachable('start', () => openRuntime(config, { databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl! }, logger), wait);
     const open = rt;
@@ -51,7 +51,7 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
       await engines.stop();
       throw new ConfigError(MASTER_KEY_MISMATCH);
     }
-    const running = await untilReachable('roles', () => startRoles(open, roles, { port: config.port, host: config.host }), wait);
+    const running = await untilReachable('roles', () => startRoles(open, roles, { port: config.port, host: config.host, healthPort: config.healthPort }), wait);
     stopRoles = running.stop;
     const shown = config.host.includes(':') ? `[${config.host}]` : config.host;
     logger.info({ roles }, running.api ? `ENS listening on http://${shown}:${config.port} (API docs at /docs)` : 'ENS running');

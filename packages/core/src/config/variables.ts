@@ -45,6 +45,12 @@ function parseJsonObject(v: string | undefined): Readonly<Record<string, unknown
 
 export const VARIABLES = {
   port: integer('PORT', { default: 8080, max: 65535, doc: 'HTTP port of the api role (`0`: any free port)' }),
+  healthPort: integer('ENS_HEALTH_PORT', {
+    default: 0,
+    max: 65535,
+    shown: 'unset',
+    doc: 'in a process without the api role: the port that serves `/healthz`, `/readyz` and `/metrics` (unset: none); the api role serves them on `PORT`',
+  }),
   host: text('HOST', { default: '127.0.0.1', doc: 'address to listen on (`0.0.0.0` to serve other machines)' }),
   databaseUrl: optionalText('DATABASE_URL', { pattern: '^postgres(ql)?://', doc: 'PostgreSQL URL. Unset: ENS starts its own PostgreSQL under `ENS_DATA_DIR/postgres`' }),
   natsUrl: optionalText('NATS_URL', {
