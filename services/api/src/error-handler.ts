@@ -11,8 +11,13 @@ const OAUTH_CODES = new Set(['invalid_client', 'invalid_request', 'unsupported_g
 function fromFastify(e: FastifyError, req: FastifyRequest): HttpError | null {
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      // Fastify's own message does not give the limit; the route's options do.
-      return Errors.payloadTooLarge(`The request body is larger than the limit of ${req.routeOptions.bodyLimit} bytes (ENS_MAX_BODY_BYTES).`);
+    {
+      // Fastify's own message does not give the limit; the route's options do (provider webhooks
+      // have a smaller one of their own).
+      const limit = req.routeOptions.bodyLimit ?? req.server.initialConfig.bodyLimit;
+      const which = limit === req.server.initialConfig.bodyLimit ? ' (ENS_MAX_BODY_BYTES)' : '';
+      return Errors.payloadTooLarge(`The request body is larger than the limit of ${limit} bytes${which}.`);
+    }
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return Errors.unsupportedMediaType('Send the body as application/json.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -9,6 +9,7 @@ import { AccessTokens } from './auth/access-token.ts';
 import { clientAuthenticator } from './auth/require-client.ts';
 import { tokenRoute } from './auth/token-route.ts';
 import { installErrorHandler } from './error-handler.ts';
+import { installJsonBodyParser } from './json-body.ts';
 import { ClientRateLimits, TokenRateLimits } from './limits/rate-limits.ts';
 import { deliveriesRoute } from './routes/deliveries.ts';
 import { deviceRoutes } from './routes/devices.ts';
@@ -16,6 +17,12 @@ import { healthRoutes } from './routes/health.ts';
 import { messagesRoute } from './routes/messages.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { typeboxValidator } from './validation.ts';
+
+/** What a caller's X-Request-Id may be: up to 128 characters of letters, digits and . _ : - */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The headers /docs answers with, as the console's: no framing, no sniffing, a strict CSP. */
+const DOCS_HEADERS = { 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' };
 
 export interface ApiOptions {
   /**
@@ -30,8 +37,13 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
   const app = Fastify({
     loggerInstance: rt.logger as FastifyBaseLogger,
     bodyLimit: rt.config.maxBodyBytes,
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // A caller's X-Request-Id is kept only when it is a sane id: it is echoed in a header and
+    // written to every log line of the request, so an unbounded or odd one is replaced.
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
     // Our onResponse hook logs one line per request with its latency; Fastify's own two are noise.
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
@@ -41,6 +53,7 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
   app.setValidatorCompiler(typeboxValidator);
   installErrorHandler(app);
   await app.register(formbody);
+  installJsonBodyParser(app, rt.config.maxBodyBytes);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -53,7 +66,18 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
       security: [{ bearer: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // The UI's own CSP (with hashes for its inline script and style), framed by nobody and without
+    // upgrade-insecure-requests, which would send a plain-http install's asset requests to https.
+    staticCSP: true,
+    transformStaticCSP: (csp) => csp.replace(/frame-ancestors [^;]*;/, "frame-ancestors 'none';").replace(/\s*upgrade-insecure-requests;?/, ''),
+    uiHooks: {
+      onRequest: async (_req, reply) => {
+        reply.headers(DOCS_HEADERS);
+      },
+    },
+  });
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);

@@ -3,6 +3,7 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
 import { Errors, type FieldError } from '@ens/core';
+import { findHostileInput } from './input-hygiene.ts';
 
 interface SchemaError {
   keyword: string;
@@ -123,13 +124,15 @@ export const typeboxValidator: FastifySchemaCompiler<TSchema> = ({ schema, httpP
   const withDefaults = (v: unknown) => (defaults === null ? v : defaults === schema ? check.Default(v) : Value.Default(defaults, v));
   // Header values are strings already: converting them to a schema of strings would change nothing.
   const convert = httpPart === 'querystring' || httpPart === 'params' || (httpPart === 'headers' && !stringsOnly(schema));
+  const where = httpPart === 'body' ? 'body' : httpPart === 'querystring' ? 'query' : (httpPart ?? 'request');
   return (input: unknown) => {
+    const hostile = findHostileInput(input);
+    if (hostile) return { error: Errors.validation(`Invalid ${where}: ${hostile.path} ${hostile.message}`, [hostile]) };
     let value = convert ? check.Convert(withDefaults(structuredClone(input))) : input;
     if (!convert && value !== null && typeof value === 'object') value = withDefaults(value);
     if (check.Check(value)) return { value };
     const errors = fieldErrors(check.Errors(value) as SchemaError[]);
     const first = errors[0];
-    const where = httpPart === 'body' ? 'body' : httpPart === 'querystring' ? 'query' : (httpPart ?? 'request');
     return { error: Errors.validation(`Invalid ${where}: ${first ? `${first.path} ${first.message}` : 'does not match the schema'}`, errors) };
   };
 };

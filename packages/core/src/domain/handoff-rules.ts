@@ -34,7 +34,28 @@ const RECIPIENT_IS: Record<Channel, string> = {
 // A pragmatic address check: one @, no spaces, a dot in the domain. RFC 5322 in full accepts
 // addresses no relay will take, so the provider remains the final judge.
 const EMAIL = /^[^\s@"<>()[\],;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
-const BAD_PARAM = /[\n\t]| {4,}/;
+/**
+ * What Meta refuses in a template's body parameters, caught at accept time rather than as a failed
+ * send: any line break or control character (U+2028 and U+2029 included), and four or more spaces
+ * in a row, counting every Unicode space (no-break spaces too).
+ */
+const BAD_PARAM = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]|[ \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]{4,}/;
+
+/**
+ * The largest content each channel takes, so a body no provider would carry is refused at the
+ * door instead of being stored and sent to fail. The numbers are the providers' own limits (with
+ * room for their envelopes) and are listed in the README.
+ */
+export const CONTENT_LIMITS = {
+  /** Characters of an sms body: Twilio's maximum message length (about ten concatenated segments). */
+  smsBody: 1600,
+  /** Characters of an email's body and of its html, each. */
+  emailPart: 1_048_576,
+  /** UTF-8 bytes of a push notification's subject, body and data together: FCM, APNs and Web Push each cap the payload at 4 KB, envelope included. */
+  pushPayload: 3072,
+  /** Characters of one WhatsApp template parameter (a template body is at most 1,024). */
+  whatsappParam: 1024,
+} as const;
 
 export interface PlannedDelivery {
   channel: Channel;
@@ -87,14 +108,13 @@ function checkContent(entry: MessageEntry, at: string, errors: FieldError[]): vo
       errors.push({ path: `${at}/content/language`, message: 'language is required for whatsapp' });
     }
     content.body_params?.forEach((p, i) => {
-      if (BAD_PARAM.test(p)) {
-        errors.push({
-          path: `${at}/content/body_params/${i}`,
-          message: 'must not contain a newline, a tab or four or more spaces in a row',
-        });
-      }
+      const path = `${at}/content/body_params/${i}`;
+      if (p.length === 0) errors.push({ path, message: 'must not be empty' });
+      else if (BAD_PARAM.test(p)) errors.push({ path, message: 'must not contain a line break, a tab or other control character, or four or more spaces in a row' });
+      else if (p.length > CONTENT_LIMITS.whatsappParam) errors.push({ path, message: `must be at most ${CONTENT_LIMITS.whatsappParam} characters` });
     });
   }
+  checkSize(entry, at, errors);
   if (content.inline_images !== undefined) {
     if (content.html === undefined) {
       errors.push({ path: `${at}/content/html`, message: 'html is required when inline_images are sent' });
@@ -104,6 +124,27 @@ function checkContent(entry: MessageEntry, at: string, errors: FieldError[]): vo
       if (seen.has(img.cid)) errors.push({ path: `${at}/content/inline_images/${i}/cid`, message: `cid "${img.cid}" is repeated` });
       seen.add(img.cid);
     });
+  }
+}
+
+function checkSize(entry: MessageEntry, at: string, errors: FieldError[]): void {
+  const { channel, content } = entry;
+  if (channel === 'sms' && content.body !== undefined && content.body.length > CONTENT_LIMITS.smsBody) {
+    errors.push({ path: `${at}/content/body`, message: `is ${content.body.length} characters; an sms body is at most ${CONTENT_LIMITS.smsBody}` });
+  }
+  if (channel === 'email') {
+    for (const part of ['body', 'html'] as const) {
+      const text = content[part];
+      if (text !== undefined && text.length > CONTENT_LIMITS.emailPart) {
+        errors.push({ path: `${at}/content/${part}`, message: `is ${text.length} characters; an email's ${part} is at most ${CONTENT_LIMITS.emailPart}` });
+      }
+    }
+  }
+  if (channel === 'push') {
+    const bytes = Buffer.byteLength(JSON.stringify({ subject: content.subject, body: content.body, data: content.data }));
+    if (bytes > CONTENT_LIMITS.pushPayload) {
+      errors.push({ path: `${at}/content`, message: `subject, body and data come to ${bytes} bytes; a push notification carries at most ${CONTENT_LIMITS.pushPayload}` });
+    }
   }
 }
 

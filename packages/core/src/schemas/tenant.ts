@@ -15,7 +15,11 @@ export const TenantSettings = Type.Object(
     whatsapp_phone_number_id: Type.Optional(Type.String({ pattern: '^[0-9]{5,20}$', description: 'whatsapp: the Cloud API phone number id to send from' })),
     push_app: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "push: which of the push plugins' configured apps to use" })),
   },
-  { additionalProperties: true, description: 'Per-tenant provider settings; each overrides the provider default of the same meaning' },
+  {
+    additionalProperties: true,
+    maxProperties: 64,
+    description: 'Per-tenant provider settings; each overrides the provider default of the same meaning. At most 64 keys and 16 KiB as JSON.',
+  },
 );
 
 export const TenantCreate = Type.Object(

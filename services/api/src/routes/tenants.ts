@@ -14,6 +14,17 @@ const ListQuery = Type.Object(
 );
 const TenantList = Type.Object({ results: Type.Array(Tenant), next_after: Type.Union([Type.String(), Type.Null()]) });
 
+/** Tenant settings are read at every send: bounded so that no tenant's row grows without limit. */
+const MAX_SETTINGS_BYTES = 16 * 1024;
+
+function checkSettingsSize(settings: unknown): void {
+  if (settings === undefined) return;
+  const bytes = Buffer.byteLength(JSON.stringify(settings));
+  if (bytes > MAX_SETTINGS_BYTES) {
+    throw Errors.validation(`Invalid body: /settings is ${bytes} bytes as JSON; at most ${MAX_SETTINGS_BYTES}`, [{ path: '/settings', message: `is ${bytes} bytes as JSON; at most ${MAX_SETTINGS_BYTES}` }]);
+  }
+}
+
 /** /v2/tenants — tenants belong to the client that created them; no other client can see them. */
 export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
   app.post<{ Body: TenantCreateT }>(
@@ -28,6 +39,7 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
       },
     },
     async (req, reply) => {
+      checkSettingsSize(req.body.settings);
       const { created, tenant } = await rt.tenants.create(req.client.id, req.body);
       return reply.code(created ? 201 : 200).send(tenant);
     },
@@ -54,6 +66,7 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
     '/v2/tenants/:tenant',
     { schema: { summary: 'Update a tenant', tags: ['tenants'], params: Params, body: TenantPatch, response: { 200: Tenant, '4xx': ErrorBody } } },
     async (req) => {
+      checkSettingsSize(req.body.settings);
       const t = await rt.tenants.update(req.client.id, req.params.tenant, req.body);
       if (!t) throw Errors.tenantNotFound(req.params.tenant);
       return t;

@@ -31,6 +31,8 @@ export function webhookRoutes(providers: readonly WebhookProvider[]) {
           wh.route({
             method: route.method,
             url: `/webhooks/${name}${route.path}`,
+            // On the route too, so a 413 states this limit rather than the API's.
+            bodyLimit: WEBHOOK_BODY_LIMIT,
             schema: { summary: `${name} provider webhook`, tags: ['provider webhooks'], security: [] },
             handler: async (req, reply) => {
               const res = await route.handler({
