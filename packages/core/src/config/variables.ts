@@ -82,7 +82,7 @@ export const VARIABLES = {
   maxImageBytes: integer('ENS_MAX_IMAGE_BYTES', { default: 5 * 1024 * 1024, min: 1, doc: 'decoded size of one inline image (over → 413)' }),
   rateLimit: integer('ENS_RATE_LIMIT', { default: 200, min: 1, doc: 'requests per second per client on `/v2/`, unless set per client' }),
   dailyQuota: integer('ENS_DAILY_QUOTA', { default: 0, shown: '`0` (none)', doc: 'messages per channel per UTC day per client, unless set per client' }),
-  tokenRateLimit: integer('ENS_TOKEN_RATE_LIMIT', { default: 60, min: 1, doc: 'token requests per minute, per client id and per address' }),
+  tokenRateLimit: integer('ENS_TOKEN_RATE_LIMIT', { default: 60, min: 1, doc: 'token requests per minute from one address; failed attempts have smaller budgets (see Limits and quotas)' }),
   workerConcurrency: integer('ENS_WORKER_CONCURRENCY', { default: 64, min: 1, doc: 'sends in flight per channel per worker process' }),
   leaseMs: duration('ENS_LEASE', { default: '60s', doc: 'how long a worker holds a delivery for one attempt; a provider call is cut off at 80 % of it (30 s at most)' }),
   sweepGraceMs: duration('ENS_SWEEP_GRACE', { default: '30s', doc: 'how long past due a delivery or callback may sit before the sweeper re-enqueues it' }),

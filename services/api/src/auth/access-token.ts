@@ -23,7 +23,9 @@ export class AccessTokens {
 
   constructor(key: Buffer, readonly ttlSeconds: number) {
     this.#sign = createSigner({ key, algorithm: 'HS256', iss: 'ens', aud: 'ens-api', expiresIn: ttlSeconds * 1000 });
-    this.#verify = createVerifier({ key, algorithms: ['HS256'], allowedIss: 'ens', allowedAud: 'ens-api' }) as (t: string) => AccessClaims & { exp?: number };
+    // allowedIss and allowedAud check a claim only when it is there: requiredClaims makes a token
+    // without them (or without an expiry) fail like a forgery, even when the signature holds.
+    this.#verify = createVerifier({ key, algorithms: ['HS256'], allowedIss: 'ens', allowedAud: 'ens-api', requiredClaims: ['exp', 'iss', 'aud', 'sub'] }) as (t: string) => AccessClaims & { exp?: number };
   }
 
   mint(clientId: string, grant: string = CLIENT_CREDENTIALS): string {

@@ -62,15 +62,21 @@ function registerTokenRoute(app: FastifyInstance, deps: { clients: ClientStore; 
       }
       const id = basic?.id ?? field('client_id');
       const secret = basic?.secret ?? field('client_secret');
-      await deps.limits.consume(req.ip, id);
+      await deps.limits.admit(req.ip, id);
       const grant = field('grant_type');
       if (!grant) throw Errors.oauthInvalidRequest('grant_type is required; use client_credentials.');
       if (grant !== CLIENT_CREDENTIALS) throw Errors.oauthUnsupportedGrant(grant);
-      if (!id || !secret) throw Errors.oauthInvalidClient();
+      if (!id || !secret) {
+        await deps.limits.failed(req.ip, id);
+        throw Errors.oauthInvalidClient();
+      }
       const client = await deps.clients.get(id);
       // Verify even for an unknown client so timing does not reveal which ids exist.
       const ok = await verifySecret(secret, client?.secretHash ?? 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=');
-      if (!client || !ok || client.disabled) throw Errors.oauthInvalidClient();
+      if (!client || !ok || client.disabled) {
+        await deps.limits.failed(req.ip, id);
+        throw Errors.oauthInvalidClient();
+      }
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
       return { access_token: deps.tokens.mint(client.id), token_type: 'Bearer' as const, expires_in: deps.tokens.ttlSeconds, scope: 'messages deliveries tenants' };
     },

@@ -26,25 +26,58 @@ export class ClientRateLimits {
   }
 }
 
-/** Token endpoint limits: per client id and per remote address, per minute. */
+/**
+ * Token endpoint limits. Client ids are not secret (a token's `sub` carries one), so a count per
+ * client id would let anyone lock a client out by guessing its secret. Instead:
+ * - every request counts against its address (`perMinute`), before the secret's hash is checked,
+ *   which bounds the work one address can cause;
+ * - failed attempts count against the pair (client id, address) and against the address, with
+ *   smaller budgets; once either is spent that address gets 429, even with the right secret,
+ *   until the minute has passed.
+ * A correct secret from any other address is never refused for someone else's failures. Guessing
+ * from many addresses is bounded by the secrets themselves: 32 random bytes.
+ */
 export class TokenRateLimits {
-  readonly #limiter: RateLimiterMemory;
+  readonly #requests: RateLimiterMemory;
+  readonly #pairFailures: RateLimiterMemory;
+  readonly #addressFailures: RateLimiterMemory;
+  readonly failuresPerPair: number;
+  readonly failuresPerAddress: number;
 
   constructor(readonly perMinute: number) {
-    this.#limiter = new RateLimiterMemory({ points: perMinute, duration: 60, keyPrefix: 'token' });
+    this.failuresPerPair = Math.max(5, Math.floor(perMinute / 6));
+    this.failuresPerAddress = Math.max(10, Math.floor(perMinute / 2));
+    this.#requests = new RateLimiterMemory({ points: perMinute, duration: 60, keyPrefix: 'token-req' });
+    this.#pairFailures = new RateLimiterMemory({ points: this.failuresPerPair, duration: 60, keyPrefix: 'token-fail-pair' });
+    this.#addressFailures = new RateLimiterMemory({ points: this.failuresPerAddress, duration: 60, keyPrefix: 'token-fail-addr' });
   }
 
-  async consume(address: string, clientId: string | undefined): Promise<void> {
-    const keys = [`ip:${address}`, ...(clientId ? [`client:${clientId}`] : [])];
-    for (const key of keys) {
-      try {
-        await this.#limiter.consume(key);
-      } catch (e) {
-        if (e instanceof RateLimiterRes) {
-          throw Errors.rateLimited(`Too many token requests; at most ${this.perMinute} per minute per client and per address.`, e.msBeforeNext / 1000);
-        }
-        throw e;
-      }
+  /** Counts a request; throws ENS_ERR_RATE_LIMITED when the address is over a budget. Call before checking the secret. */
+  async admit(address: string, clientId: string | undefined): Promise<void> {
+    try {
+      await this.#requests.consume(address);
+    } catch (e) {
+      throw this.#limited(e, `Too many token requests from this address; at most ${this.perMinute} per minute.`);
     }
+    const spent = await Promise.all([
+      clientId === undefined ? null : this.#pairFailures.get(`${clientId} ${address}`),
+      this.#addressFailures.get(address),
+    ]);
+    const blocked = spent.find((r) => r !== null && r.remainingPoints <= 0);
+    if (blocked) {
+      throw Errors.rateLimited('Too many failed token requests from this address; wait before trying again.', blocked.msBeforeNext / 1000);
+    }
+  }
+
+  /** Counts a failed attempt (wrong or unknown client, wrong secret) against the pair and the address. */
+  async failed(address: string, clientId: string | undefined): Promise<void> {
+    await Promise.all([
+      clientId === undefined ? null : this.#pairFailures.penalty(`${clientId} ${address}`, 1),
+      this.#addressFailures.penalty(address, 1),
+    ]);
+  }
+
+  #limited(e: unknown, detail: string): unknown {
+    return e instanceof RateLimiterRes ? Errors.rateLimited(detail, e.msBeforeNext / 1000) : e;
   }
 }
