@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -8,6 +8,7 @@ import { ClientDirectory, httpDuration } from '@ens/core/internal';
 import { AccessTokens } from './auth/access-token.ts';
 import { clientAuthenticator } from './auth/require-client.ts';
 import { tokenRoute } from './auth/token-route.ts';
+import { clientErrorHandler } from './client-errors.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { ClientRateLimits, TokenRateLimits } from './limits/rate-limits.ts';
@@ -47,6 +48,12 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     // Our onResponse hook logs one line per request with its latency; Fastify's own two are noise.
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
+    clientErrorHandler,
+    // A URL Fastify's router cannot decode (%FF, an encoded surrogate) reaches no route and no error
+    // handler: answered here as every other refusal is.
+    frameworkErrors: (err, _req, reply) => {
+      void (reply as FastifyReply).code(400).send({ code: 'ENS_ERR_BAD_REQUEST', detail: `The URL cannot be decoded (${err.message}); percent-encode it as UTF-8.` });
+    },
     // Device tokens travel in the path (PUT …/devices/{token}); FCM tokens run past the default 100.
     routerOptions: { maxParamLength: 4200 },
   });
