@@ -7,7 +7,8 @@ import { smsHandoff, startTestService, uniqueKey, waitFor } from '../harness/ser
  * half-written, so retrying each refused request with its Idempotency-Key once PostgreSQL is back
  * accepts it exactly once; and every accepted delivery ends.
  */
-const AWAY_MS = 5_000;
+/** 5 s in npm test; ENS_TEST_PG_AWAY_MS=30000 gives the half-minute outage of a PostgreSQL fail-over. */
+const AWAY_MS = Number(process.env.ENS_TEST_PG_AWAY_MS ?? 5_000);
 const CLIENT_TIMEOUT_MS = 10_000;
 
 t.test('PostgreSQL away during a flood', async (t) => {
