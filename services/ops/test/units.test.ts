@@ -10,6 +10,9 @@ import { parseLimits } from '../src/routes/clients.ts';
 import { parseRule } from '../src/routes/alerts.ts';
 import { isFiring } from '../src/alerts/evaluator.ts';
 import { opsConsole } from '../src/console.ts';
+import { duration } from '../src/views/components.ts';
+import { backlogPanel, backlogWarning } from '../src/views/backlog-panel.ts';
+import { BACKLOG_WARN_SECONDS, type Backlog } from '../src/queries/backlog.ts';
 
 t.test('html escapes every interpolation unless raw', async (t) => {
   const evil = `<script>alert("x")</script>&'`;
@@ -81,6 +84,31 @@ t.test('alert condition', async (t) => {
   t.notOk(isFiring({ total: 19, failed: 19, min_volume: 20, threshold: 10 }), 'below the minimum volume');
   t.notOk(isFiring({ total: 100, failed: 9, min_volume: 1, threshold: 10 }), 'below the threshold');
   t.notOk(isFiring({ total: 0, failed: 0, min_volume: 0, threshold: 1 }), 'nothing ended');
+});
+
+t.test('durations read as a person says them', async (t) => {
+  t.equal(duration(0), '0 s');
+  t.equal(duration(0.7), '0 s', 'rounded down');
+  t.equal(duration(3), '3 s');
+  t.equal(duration(59.9), '59 s');
+  t.equal(duration(60), '1 min');
+  t.equal(duration(252), '4 min 12 s');
+  t.equal(duration(3_601), '1 h', 'two adjacent units at most');
+  t.equal(duration(2 * 3_600 + 5 * 60 + 9), '2 h 5 min');
+  t.equal(duration(3 * 86_400 + 3_600), '3 d 1 h');
+  t.equal(duration(-5), '0 s', 'clock skew never shows a negative age');
+});
+
+t.test('the backlog warning shows only past the threshold', async (t) => {
+  const channel = (name: 'sms' | 'email', delivery: number, callback: number) => ({ channel: name, delivery_seconds: delivery, callback_seconds: callback, aging: Math.max(delivery, callback) > BACKLOG_WARN_SECONDS });
+  const calm: Backlog = { channels: [channel('sms', BACKLOG_WARN_SECONDS, 0), channel('email', 0, 0)], warn_seconds: BACKLOG_WARN_SECONDS, aging: [] };
+  t.equal(backlogWarning(calm).value, '', 'at the threshold: no warning');
+  t.notMatch(backlogPanel(calm).value, /class="aging"/);
+  const stuck: Backlog = { channels: [channel('sms', 0, 0), channel('email', 10, 400)], warn_seconds: BACKLOG_WARN_SECONDS, aging: ['email'] };
+  t.match(backlogWarning(stuck).value, /id="backlog-warning"[\s\S]*On email, /);
+  const panel = backlogPanel(stuck).value;
+  t.match(panel, /<tr data-channel="email" class="aging"><th scope="row">email<\/th><td class="num" data-kind="delivery" data-seconds="10">10 s<\/td><td class="num" data-kind="callback" data-seconds="400"><strong class="error-text">6 min 40 s<\/strong><\/td>/);
+  t.match(panel, /<tr data-channel="sms"><th scope="row">sms<\/th>/);
 });
 
 t.test('without ENS_OPS_ISSUER every /ops/ URL answers 503 naming the variables', async (t) => {

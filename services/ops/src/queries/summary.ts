@@ -1,5 +1,6 @@
 import { CHANNELS } from '@ens/core';
 import { providerUp, type Db } from '@ens/core/internal';
+import { loadBacklog, type Backlog } from './backlog.ts';
 
 export const STATUSES = ['pending', 'sent', 'failed'] as const;
 export type StatusCounts = Record<(typeof STATUSES)[number], number>;
@@ -45,6 +46,8 @@ export interface Summary {
     by_tenant: (FailureRow & { client_id: string; tenant: string })[];
   };
   callbacks: { backlog: number; dead_letters: number };
+  /** Age of the oldest work nobody has taken, per channel (the dashboard's Backlog panel). */
+  backlog_age: Backlog;
   providers: ProviderHealth[];
   provider_window_minutes: number;
   alerts_firing: FiringAlert[];
@@ -109,13 +112,14 @@ async function providerGauge(): Promise<Map<string, boolean>> {
 }
 
 export async function loadSummary(db: Db): Promise<Summary> {
-  const [d, backlog, dead, providers, firing, gauge] = await Promise.all([
+  const [d, backlog, dead, providers, firing, gauge, backlogAge] = await Promise.all([
     db.query(DELIVERIES_SQL),
     db.query<{ n: number }>(`SELECT count(*)::int AS n FROM callbacks WHERE status = 'pending'`),
     db.query<{ n: number }>(`SELECT count(*)::int AS n FROM callbacks WHERE status = 'dead'`),
     db.query(PROVIDERS_SQL, [PROVIDER_WINDOW_MINUTES]),
     db.query<FiringAlert>(FIRING_SQL),
     providerGauge(),
+    loadBacklog(db),
   ]);
   const lastHour = emptyByChannel();
   const lastDay = emptyByChannel();
@@ -151,6 +155,7 @@ export async function loadSummary(db: Db): Promise<Summary> {
     deliveries: { last_hour: lastHour, last_day: lastDay },
     failure_rates: { by_event_type: byEvent.slice(0, TOP), by_tenant: byTenant.slice(0, TOP) },
     callbacks: { backlog: backlog.rows[0]!.n, dead_letters: dead.rows[0]!.n },
+    backlog_age: backlogAge,
     providers: health,
     provider_window_minutes: PROVIDER_WINDOW_MINUTES,
     alerts_firing: firing.rows,

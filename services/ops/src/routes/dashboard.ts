@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { CHANNELS } from '@ens/core';
 import { loadSummary, STATUSES, type ByChannel, type FiringAlert, type Summary } from '../queries/summary.ts';
 import { pageContext, sendPage, type ConsoleDeps } from '../request-context.ts';
+import { backlogPanel, backlogWarning } from '../views/backlog-panel.ts';
 import { channelChart, percent, query, time } from '../views/components.ts';
 import { html, type Html } from '../views/html.ts';
 import { consolePage } from '../views/layout.ts';
@@ -35,11 +36,14 @@ function dashboard(s: Summary): Html {
   const fr = s.failure_rates;
   return html`<h1>Dashboard</h1>
 <p class="muted">Numbers from the database at ${time(s.generated_at)}. Reload for fresh ones.</p>
+${backlogWarning(s.backlog_age)}
 
 <section id="alerts-firing" aria-labelledby="alerts-firing-h">
 <h2 id="alerts-firing-h">Alerts firing</h2>
 ${firingTable(s.alerts_firing)}
 </section>
+
+${backlogPanel(s.backlog_age)}
 
 <section id="deliveries" aria-labelledby="deliveries-h" class="grid-2">
 <h2 id="deliveries-h" class="span-2">Deliveries by channel and status</h2>

@@ -113,3 +113,25 @@ ${rows}
 export function percent(v: number | null | undefined): string {
   return v === null || v === undefined ? '—' : `${v.toFixed(v % 1 === 0 ? 0 : 2)}%`;
 }
+
+const UNITS: [number, string][] = [
+  [86_400, 'd'],
+  [3_600, 'h'],
+  [60, 'min'],
+  [1, 's'],
+];
+
+/**
+ * Seconds as a person reads them: "3 s", "4 min 12 s", "2 h 5 min", "3 d 1 h". Two units at most,
+ * rounded down, because an operator wants the order of magnitude, not the last second.
+ */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  const i = UNITS.findIndex(([size]) => s >= size);
+  if (i === -1) return '0 s';
+  const [size, unit] = UNITS[i]!;
+  const first = `${Math.floor(s / size)} ${unit}`;
+  const next = UNITS[i + 1];
+  const rest = next ? Math.floor((s % size) / next[0]) : 0;
+  return rest > 0 ? `${first} ${rest} ${next![1]}` : first;
+}
