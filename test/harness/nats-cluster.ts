@@ -55,7 +55,9 @@ export async function startNatsCluster(t: { teardown(fn: () => unknown): void },
     async leaderOf(stream) {
       const c = await connect({ servers: nodes.map((n) => n.url) });
       try {
-        const info = await (await jetstreamManager(c)).streams.info(stream);
+        // Right after a node came back the cluster may still be electing: ask until it answers.
+        const jsm = await jetstreamManager(c, { checkAPI: false });
+        const info = await waitFor(async () => jsm.streams.info(stream).then((i) => (i.cluster?.leader ? i : undefined), () => undefined), 30_000, `a leader for ${stream}`);
         const name = info.cluster?.leader;
         const index = Number(name?.replace(/^n/, '')) - 1;
         const node = nodes[index];

@@ -7,6 +7,11 @@ import {
 } from '@ens/core/internal';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits for a condition rather than a fixed time: a loaded machine delays timers, not outcomes. */
+async function until(cond: () => boolean, timeoutMs = 10_000): Promise<boolean> {
+  for (const end = Date.now() + timeoutMs; !cond() && Date.now() < end; ) await pause(10);
+  return cond();
+}
 
 /** A logger that keeps the warnings it is given. */
 function recordingLogger() {
@@ -31,10 +36,9 @@ t.test('each job runs at once and then on its own interval; stop ends them', asy
   const runs = { fast: 0, slow: 0 };
   const job = (name: 'fast' | 'slow', everyMs: number): SweepJob => ({ name, everyMs, failureMessage: `${name} failed`, run: async () => void runs[name]++ });
   const sweeper = startSweeper([job('fast', 20), job('slow', 60_000)], logger);
-  await pause(200);
+  t.ok(await until(() => runs.fast >= 3), `the fast job ran at the start and on every turn (${runs.fast})`);
   sweeper.stop();
   t.equal(runs.slow, 1, 'the slow job ran once, at the start');
-  t.ok(runs.fast >= 3, `the fast job ran at the start and on every turn (${runs.fast})`);
   const after = runs.fast;
   await pause(60);
   t.equal(runs.fast, after, 'no pass after stop');
@@ -51,10 +55,8 @@ t.test('a job that fails is logged with its own warning and stops neither itself
     ],
     logger,
   );
-  await pause(200);
+  t.ok(await until(() => broken >= 3 && healthy >= 3), 'the failing job is tried again, and the other keeps running');
   sweeper.stop();
-  t.ok(broken >= 3, 'the failing job is tried again');
-  t.ok(healthy >= 3, 'the other job keeps running');
   t.ok(warnings.length >= 3);
   t.ok(warnings.every((w) => w.job === 'broken' && w.msg === 'broken job failed'));
 });
