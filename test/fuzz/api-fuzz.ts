@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -152,42 +153,73 @@ async function snapshot(target: FuzzTarget): Promise<string> {
   return `${JSON.stringify(rows[0])} files=${await countFiles(join(target.svc.config.dataDir, 'media'))}`;
 }
 
+/** What fetch will not put in a header value: control characters (HTAB aside) and anything past Latin-1. */
+const UNFETCHABLE = /[^\t\u0020-\u007e\u0080-\u00ff]/;
+
+/** The request written by hand on a socket, as a client that ignores the rules would. */
+function rawRequest(target: FuzzTarget, req: FuzzRequest): Promise<{ status: number; text: string }> {
+  const url = new URL(target.svc.baseUrl);
+  const body = req.body !== undefined && req.method !== 'GET' ? Buffer.from(req.body) : Buffer.alloc(0);
+  const head = [`${req.method} ${req.path} HTTP/1.1`, `host: ${url.host}`, `authorization: Bearer ${target.token}`, ...req.headers.map(([k, v]) => `${k}: ${v}`), `content-length: ${body.length}`, 'connection: close'];
+  return new Promise((resolve, reject) => {
+    // write, not end: a half-closed socket reads as a client that went away, and its answer is lost.
+    const socket = net.connect(Number(url.port), url.hostname, () => socket.write(Buffer.concat([Buffer.from(head.join('\r\n') + '\r\n\r\n', 'utf8'), body])));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const all = Buffer.concat(chunks).toString('utf8');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(all)?.[1] ?? 0);
+      if (status === 0) reject(new Error(`no answer: ${JSON.stringify(all.slice(0, 100))}`));
+      else resolve({ status, text: all.slice(all.indexOf('\r\n\r\n') + 4) });
+    });
+  });
+}
+
 /** Sends one request and checks the invariants; resolves with what broke, or null. */
+let previous = '';
 export async function check(target: FuzzTarget, req: FuzzRequest): Promise<string | null> {
+  const broken = await checkOne(target, req);
+  const seen = `${req.method} ${req.path} ${JSON.stringify(req.headers)} ${(req.body ?? '').slice(0, 200)}`;
+  const out = broken && process.env.FUZZ_DEBUG ? `${broken}\n  after: ${previous}` : broken;
+  previous = seen;
+  return out;
+}
+
+async function checkOne(target: FuzzTarget, req: FuzzRequest): Promise<string | null> {
   const before = await snapshot(target);
-  const headers = new Headers();
-  headers.set('authorization', `Bearer ${target.token}`);
-  for (const [k, v] of req.headers) {
-    try {
-      if (v === '' && k === 'content-type') continue;
-      headers.append(k, v);
-    } catch {
-      return null; // a header value fetch itself refuses to send (NUL, newline): nothing to test
-    }
-  }
-  let res: Response;
+  let status: number;
+  let text: string;
   try {
-    res = await fetch(target.svc.baseUrl + req.path, { method: req.method, headers, ...(req.body !== undefined && req.method !== 'GET' ? { body: req.body } : {}) });
+    if (req.headers.some(([, v]) => UNFETCHABLE.test(v))) {
+      // fetch will not send such a header, but an attacker's client will (as UTF-8 bytes).
+      ({ status, text } = await rawRequest(target, req));
+    } else {
+      const headers = new Headers({ authorization: `Bearer ${target.token}` });
+      for (const [k, v] of req.headers) if (!(k === 'content-type' && v === '')) headers.append(k, v);
+      const r = await fetch(target.svc.baseUrl + req.path, { method: req.method, headers, ...(req.body !== undefined && req.method !== 'GET' ? { body: req.body } : {}) });
+      status = r.status;
+      text = await r.text();
+    }
   } catch (e) {
     return `the request failed at the transport: ${(e as Error).message}`;
   }
-  const text = await res.text();
   let body: any;
   try {
     body = JSON.parse(text);
   } catch {
     body = undefined;
   }
-  if (res.status >= 500) return `${res.status}: ${text.slice(0, 300)}`;
-  if (res.status >= 400) {
-    if (typeof body?.detail !== 'string' || body.detail.length === 0) return `${res.status} without a detail: ${text.slice(0, 300)}`;
+  if (status >= 500) return `${status}: ${text.slice(0, 300)}`;
+  if (status >= 400) {
+    if (typeof body?.detail !== 'string' || body.detail.length === 0) return `${status} without a detail: ${text.slice(0, 300)}`;
     if (req.method !== 'GET') {
       const after = await snapshot(target);
-      if (after !== before) return `a rejected request (${res.status} ${body.detail}) changed ${before} to ${after}`;
+      if (after !== before) return `a rejected request (${status} ${body.detail}) changed ${before} to ${after}`;
     }
     return null;
   }
-  if (req.expect?.kind === 'handoff' && res.status === 202) {
+  if (req.expect?.kind === 'handoff' && status === 202) {
     const sent = req.expect.sent as { tenant: string; event_type: string; reference?: string };
     const { rows } = await target.svc.rt.db.query('SELECT tenant, event_type, reference FROM handoffs WHERE id = $1', [body.handoff_id]);
     const stored = rows[0];
@@ -195,7 +227,7 @@ export async function check(target: FuzzTarget, req: FuzzRequest): Promise<strin
       return `the stored handoff ${JSON.stringify(stored)} differs from what was sent`;
     }
   }
-  if (req.expect?.kind === 'tenant' && res.status === 201) {
+  if (req.expect?.kind === 'tenant' && status === 201) {
     const sent = req.expect.sent as { tenant: string; name?: string; settings?: unknown };
     const r = await fetch(`${target.svc.baseUrl}/v2/tenants/${encodeURIComponent(sent.tenant)}`, { headers: { authorization: `Bearer ${target.token}` } });
     const got = (await r.json()) as { name: string | null; settings: unknown };
