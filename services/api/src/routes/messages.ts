@@ -3,10 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import stringify from 'safe-stable-stringify';
 import {
-  AcceptedHandoff, acceptHandoff, Errors, ErrorBody, Handoff, newId, planDeliveries, type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
+  AcceptedHandoff, acceptHandoff, checkOutboundUrl, Errors, ErrorBody, Handoff, newId, planDeliveries, type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
 } from '@ens/core';
 import { deliveriesAccepted, wakeFeed, wakeSenders } from '@ens/core/internal';
-import { checkOutboundUrl } from '@ens/core';
 
 const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Required. One per handoff, derived from a stable event of the caller.' })),
