@@ -6,7 +6,7 @@ import { allVariables } from '@ens/core/internal';
 /**
  * The README's configuration table, made from the declarations in
  * packages/core/src/config/variables.ts. `npm run config-table` rewrites it in place;
- * packages/core/test/config-readme.test.ts fails when the README's copy is stale.
+ * test/architecture/config-readme.test.ts fails when the README's copy is stale.
  */
 
 export const README = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../README.md');

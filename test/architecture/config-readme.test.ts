@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
+import { loadConfig } from '@ens/core';
 import { allVariables } from '@ens/core/internal';
 import { configTable, END, README, START, withTable } from '../../scripts/config-table.ts';
 
@@ -29,4 +30,18 @@ t.test('a stale table is caught', async (t) => {
   const readme = readFileSync(README, 'utf8');
   const stale = readme.replace(/\| `ENS_LEASE` \|[^\n]*\n/, '');
   t.not(withTable(stale, configTable()), stale, 'a README missing a row differs from the generated one');
+});
+
+t.test('each documented default is the value the code uses', async (t) => {
+  const unset = loadConfig({});
+  let checked = 0;
+  for (const v of allVariables()) {
+    const m = /^`([^`]*)`/.exec(v.shownDefault);
+    // S3 and console variables are refused without their section (ENS_MEDIA_STORE=s3, ENS_OPS_ISSUER);
+    // ENS_PUBLIC_URL's default is a pattern of other variables, not a value.
+    if (!m || m[1] === '' || /^ENS_(S3|OPS)_/.test(v.name) || m[1].includes('HOST')) continue;
+    t.same(loadConfig({ [v.name]: m[1] }), unset, `${v.name}=${m[1]} reads as leaving it unset`);
+    checked++;
+  }
+  t.ok(checked >= 20, `${checked} defaults checked`);
 });

@@ -8,24 +8,16 @@ type Read = Values<typeof VARIABLES>;
 /** Where inline images are kept: a directory under dataDir, or an S3-compatible bucket. */
 export type MediaConfig =
   | { readonly kind: 'directory' }
-  | { readonly kind: 's3'; readonly bucket: string; readonly region: string; readonly endpoint: string | undefined; readonly forcePathStyle: boolean; readonly prefix: string };
+  | ({ readonly kind: 's3'; readonly bucket: string } & Pick<Read['media'], 'region' | 'endpoint' | 'forcePathStyle' | 'prefix'>);
 
-/** The /ops/ console's sign-in. */
-export interface OpsConfig {
+/** The /ops/ console's sign-in: its variables, with the three it needs made required. */
+export type OpsConfig = Omit<Read['ops'], 'issuer' | 'clientId' | 'clientSecret' | 'superuserGroup'> & {
   readonly issuer: string;
   readonly clientId: string;
   readonly clientSecret: string;
-  readonly scopes: string;
-  /** The ID-token / userinfo claim that lists the user's groups. */
-  readonly groupsClaim: string;
   /** Members of this group are superusers; null: no group grants it. */
   readonly superuserGroup: string | null;
-  /** Emails or subjects that are superusers (lower-cased). */
-  readonly superusers: readonly string[];
-  readonly sessionTtlMs: number;
-  /** Whom a signed-in user without rights should ask (shown on the notice page). */
-  readonly contact: string;
-}
+};
 
 /**
  * The configuration every process reads once at start-up: each field is one variable declared in
