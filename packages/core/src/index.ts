@@ -28,14 +28,14 @@ export { formatTimestamp, isIsoTimestamp } from './timestamps.ts';
 export { newId } from './ids.ts';
 export { nextRetryDelay } from './retry-schedule.ts';
 
-export { acceptHandoff, type AcceptInput, type AcceptOutcome } from './store/accept.ts';
+export { acceptHandoff, refuseBeforeStoring, type AcceptInput, type AcceptOutcome } from './store/accept.ts';
 export { readFeed } from './store/feed.ts';
 export { ClientStore, type ClientRow, type IssuedClient } from './store/clients.ts';
 export { TenantStore } from './store/tenants.ts';
 export { DeviceStore, MAX_DEVICES_PER_USER } from './store/devices.ts';
 export { DeliveryStore } from './store/deliveries.ts';
 export { CallbackStore, type DeadLetter } from './store/callbacks.ts';
-export type { MediaStore } from './media/media-store.ts';
+export { mediaKey, type MediaStore, type StoredMedia } from './media/media-store.ts';
 
 export { checkOutboundUrl, resolvePublicAddress, type UrlCheck, type AddressCheck, type LookupAll } from './outbound/outbound-guard.ts';
 export { guardedFetch, OutboundRefusedError, type GuardOptions } from './outbound/guarded-fetch.ts';

@@ -18,7 +18,7 @@ export { registerLoop, downLoops, allLoops, consumerUp, type LoopHealth, type Lo
 export { startSweeper, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, type SweepJob, type Sweeper } from './sweeper.ts';
 export { readBacklogAge, measureBacklogIn, type BacklogAge, type BacklogKind } from './backlog.ts';
 export {
-  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, feedStamped, sweeperRequeued, providerUp, devicesRemoved, webhookRequests,
+  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, feedStamped, sweeperRequeued, mediaCollected, providerUp, devicesRemoved, webhookRequests,
 } from './metrics.ts';
 
 export { purgeIdempotencyKeys } from './store/accept.ts';
@@ -33,6 +33,7 @@ export { hashSecret, verifySecret } from './secrets/password-hash.ts';
 export { SecretBox, deriveKey } from './secrets/secret-box.ts';
 export { resolveMasterKey } from './secrets/master-key.ts';
 export { DirectoryMediaStore } from './media/directory-store.ts';
+export { collectIfUnused, collectUnusedMedia, recordMediaPuts } from './media/media-collector.ts';
 export { S3MediaStore, S3MediaStoreError, MediaNotFoundError, type S3MediaStoreOptions } from './media/s3-store.ts';
 export { pinnedDispatcher, closeOutboundConnections } from './outbound/pinned-dispatcher.ts';
 export { allVariables, VARIABLES } from './config/variables.ts';

@@ -39,6 +39,12 @@ export const feedStamped = new Counter({
   registers: [metricsRegistry],
 });
 
+export const mediaCollected = new Counter({
+  name: 'ens_media_collected_total',
+  help: 'Inline-image objects removed from media storage because no pending delivery used them',
+  registers: [metricsRegistry],
+});
+
 export const sweeperRequeued = new Counter({
   name: 'ens_sweeper_requeued_total',
   help: 'Deliveries and callbacks re-enqueued because their wake-up was lost',

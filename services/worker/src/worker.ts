@@ -1,6 +1,6 @@
 import { CHANNELS, checkOutboundUrl, guardedFetch, type Channel, type Runtime } from '@ens/core';
 import {
-  consumeWorkQueue, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SEND_STREAM, sendConsumer, Slots, startSweeper, wakeCallbacks, wakeFeed,
+  collectUnusedMedia, consumeWorkQueue, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SEND_STREAM, sendConsumer, Slots, startSweeper, wakeCallbacks, wakeFeed,
 } from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
@@ -85,7 +85,7 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
     }),
   );
 
-  const sweeper = startSweeper([requeueOverdueDeliveries(rt, rt.config.sweepGraceMs), purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs)], rt.logger);
+  const sweeper = startSweeper([requeueOverdueDeliveries(rt, rt.config.sweepGraceMs), purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs), collectUnusedMedia(rt, rt.config.mediaGraceMs)], rt.logger);
 
   return {
     providers,

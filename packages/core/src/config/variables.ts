@@ -95,6 +95,10 @@ export const VARIABLES = {
   providerConfig: custom('ENS_PROVIDER_CONFIG', { shown: '`{}`', pattern: '^\\s*\\{', doc: 'JSON object of plugin settings keyed by package name', transform: parseJsonObject }),
   failoverThreshold: integer('ENS_FAILOVER_THRESHOLD', { default: 5, min: 1, doc: 'sends in 10 s (more than half failing transiently) that take a provider out of its channel\'s list' }),
   failoverCooldownMs: duration('ENS_FAILOVER_COOLDOWN', { default: '30s', doc: 'how long a provider stays out before a trial send' }),
+  mediaGraceMs: duration('ENS_MEDIA_GRACE', {
+    default: '1h',
+    doc: 'how long an inline image is kept after it was last written once no pending delivery uses it (longer than any accept takes)',
+  }),
   media: {
     store: choice('ENS_MEDIA_STORE', ['directory', 's3'], { default: 'directory', doc: 'where inline images are kept: `directory` (`ENS_DATA_DIR/media`) or `s3`' }),
     bucket: optionalText('ENS_S3_BUCKET', { pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$', doc: 'the bucket, required with `ENS_MEDIA_STORE=s3`' }),

@@ -1,9 +1,6 @@
-import { createHash } from 'node:crypto';
-import { GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import type { MediaStore } from './media-store.ts';
+import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { MEDIA_KEY, mediaKey, type MediaStore, type StoredMedia } from './media-store.ts';
 import { EnsError } from '@ens/plugin-sdk';
-
-const KEY = /^sha256-[0-9a-f]{64}$/;
 
 export interface S3MediaStoreOptions {
   bucket: string;
@@ -93,8 +90,7 @@ export class S3MediaStore implements MediaStore {
     this.where = opts.endpoint === undefined ? `region ${opts.region}` : opts.endpoint;
   }
 
-  async put(bytes: Buffer, mediaType: string): Promise<string> {
-    const key = `sha256-${createHash('sha256').update(bytes).digest('hex')}`;
+  async put(bytes: Buffer, mediaType: string, key = mediaKey(bytes)): Promise<string> {
     const objectKey = this.objectKey(key);
     // A HEAD costs about a twelfth of a PUT, sends no bytes, and the same image (a logo in every
     // message of a campaign, a retried request) is the common case. A PUT of what is there would
@@ -111,7 +107,6 @@ export class S3MediaStore implements MediaStore {
   }
 
   async get(key: string): Promise<{ bytes: Buffer; mediaType: string }> {
-    if (!KEY.test(key)) throw new Error(`not a media key: ${key}`);
     const objectKey = this.objectKey(key);
     let bytes: Buffer;
     let mediaType: string | undefined;
@@ -127,10 +122,38 @@ export class S3MediaStore implements MediaStore {
     }
     // The key is the hash of the bytes: checking it costs little and catches an object written
     // by something else under our prefix.
-    if (`sha256-${createHash('sha256').update(bytes).digest('hex')}` !== key) {
+    if (mediaKey(bytes) !== key) {
       throw new S3MediaStoreError(`S3 GetObject s3://${this.bucket}/${objectKey} at ${this.where}: the object's bytes do not match its key`, this.bucket, objectKey, undefined, undefined);
     }
     return { bytes, mediaType: mediaType ?? 'application/octet-stream' };
+  }
+
+  /** Every object under the prefix whose name is a media key, a page of 1,000 at a time. */
+  async *list(): AsyncIterable<StoredMedia> {
+    let token: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix || undefined, ContinuationToken: token }));
+      } catch (e) {
+        throw this.failure('ListObjectsV2', undefined, e);
+      }
+      for (const o of page.Contents ?? []) {
+        const key = o.Key?.slice(o.Key.lastIndexOf('/') + 1);
+        if (key !== undefined && MEDIA_KEY.test(key) && o.Key === this.objectKey(key) && o.LastModified) yield { key, modifiedAt: o.LastModified };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async delete(key: string): Promise<void> {
+    const objectKey = this.objectKey(key);
+    try {
+      // S3 answers 204 whether or not the object was there.
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+    } catch (e) {
+      throw this.failure('DeleteObject', objectKey, e);
+    }
   }
 
   /** Resolves when the bucket answers to these credentials (HeadBucket; needs s3:ListBucket). */
@@ -148,6 +171,7 @@ export class S3MediaStore implements MediaStore {
   }
 
   private objectKey(key: string): string {
+    if (!MEDIA_KEY.test(key)) throw new Error(`not a media key: ${key}`);
     return `${this.prefix}${key.slice(7, 9)}/${key}`;
   }
 

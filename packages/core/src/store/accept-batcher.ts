@@ -29,7 +29,7 @@ const SQL = { name: 'ens_accept_batch', text: 'SELECT * FROM ens_accept_batch(p_
 
 const MAX_RETRIES = 3;
 
-function secondsToUtcMidnight(): number {
+export function secondsToUtcMidnight(): number {
   const now = new Date();
   const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
   return (next - now.getTime()) / 1000;
@@ -79,6 +79,7 @@ function itemJson(a: AcceptInput): string {
       callback_url: a.callbackUrl,
       deliveries: a.deliveries.map((d) => ({ id: d.id, channel: d.channel, recipient: d.recipient })),
       quotas,
+      ...(a.mediaRefs?.length ? { media_refs: a.mediaRefs.map((r) => ({ key: r.key, delivery_id: r.deliveryId })) } : {}),
     }),
   );
   return `${fields.slice(0, -1)},"messages":${JSON.stringify(a.messages) ?? 'null'}}`;

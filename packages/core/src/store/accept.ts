@@ -1,5 +1,6 @@
 import type { Db } from '../db/pool.ts';
-import { acceptBatcherFor } from './accept-batcher.ts';
+import { Errors } from '../errors.ts';
+import { acceptBatcherFor, secondsToUtcMidnight } from './accept-batcher.ts';
 import type { Channel } from '../schemas/channel.ts';
 
 export interface AcceptInput {
@@ -16,6 +17,8 @@ export interface AcceptInput {
   /** Messages as stored: inline image bytes already replaced by storage keys. */
   messages: unknown;
   deliveries: { id: string; channel: Channel; recipient: string }[];
+  /** Which deliveries use which media objects (inline images); absent when there are none. */
+  mediaRefs?: { key: string; deliveryId: string }[];
   /** Daily quota per channel for this client (0 = unlimited). */
   quota: (channel: Channel) => number;
 }
@@ -34,6 +37,38 @@ export type AcceptOutcome =
  */
 export function acceptHandoff(db: Db, a: AcceptInput): Promise<AcceptOutcome> {
   return acceptBatcherFor(db).accept(a);
+}
+
+/**
+ * The refusals of acceptHandoff, decided before anything is written: a request that carries files
+ * (inline images) calls this before storing them, so that a request refused for its tenant, its
+ * key or its quota leaves no file behind. Resolves with the stored 202 body of a replay (nothing
+ * needs storing then), or null when the request may go on. acceptHandoff decides again under its
+ * locks; what changes in between (a racing request, a tenant deleted) can still refuse the request
+ * after its files are written, and the media collector removes those after ENS_MEDIA_GRACE.
+ */
+export async function refuseBeforeStoring(db: Db, a: Pick<AcceptInput, 'clientId' | 'idempotencyKey' | 'requestHash' | 'tenant' | 'deliveries' | 'quota'>): Promise<string | null> {
+  const counts = new Map<Channel, number>();
+  for (const d of a.deliveries) counts.set(d.channel, (counts.get(d.channel) ?? 0) + 1);
+  const quoted = [...counts].map(([channel, count]) => ({ channel, count, quota: a.quota(channel) })).filter((q) => q.quota > 0);
+  const { rows } = await db.query<{ hash: string | null; response: string | null; tenant: boolean; used: Record<string, number> }>(
+    `SELECT k.request_hash AS hash, k.response,
+            EXISTS (SELECT FROM tenants WHERE client_id = $1 AND id = $3) AS tenant,
+            (SELECT coalesce(jsonb_object_agg(channel, count), '{}') FROM usage_daily
+              WHERE client_id = $1 AND day = (now() AT TIME ZONE 'UTC')::date AND channel = ANY ($4::text[])) AS used
+       FROM (SELECT 1) one LEFT JOIN idempotency_keys k ON k.client_id = $1 AND k.key = $2`,
+    [a.clientId, a.idempotencyKey, a.tenant, quoted.map((q) => q.channel)],
+  );
+  const row = rows[0]!;
+  if (row.hash !== null) {
+    if (row.hash !== a.requestHash) throw Errors.idempotencyKeyReused();
+    return row.response;
+  }
+  if (!row.tenant) throw Errors.tenantNotProvisioned(a.tenant);
+  for (const q of quoted) {
+    if ((row.used[q.channel] ?? 0) + q.count > q.quota) throw Errors.quotaExceeded(q.channel, q.quota, secondsToUtcMidnight());
+  }
+  return null;
 }
 
 /** Deletes idempotency keys older than the retention; returns how many. */

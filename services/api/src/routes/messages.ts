@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import stringify from 'safe-stable-stringify';
 import {
-  AcceptedHandoff, acceptHandoff, checkOutboundUrl, Errors, ErrorBody, Handoff, newId, planDeliveries, type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
+  AcceptedHandoff, acceptHandoff, checkOutboundUrl, Errors, ErrorBody, Handoff, mediaKey, newId, planDeliveries, refuseBeforeStoring, type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
 } from '@ens/core';
-import { deliveriesAccepted, wakeFeed, wakeSenders } from '@ens/core/internal';
+import { deliveriesAccepted, recordMediaPuts, wakeFeed, wakeSenders } from '@ens/core/internal';
 
 const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Required. One per handoff, derived from a stable event of the caller.' })),
@@ -20,6 +20,7 @@ interface DecodedImage {
   cid: string;
   mediaType: string;
   bytes: Buffer;
+  key: string;
 }
 
 /**
@@ -43,7 +44,7 @@ function decodeImages(rt: Runtime, handoff: HandoffT): Map<number, DecodedImage[
         else if (bytes.length > rt.config.maxImageBytes) {
           throw Errors.payloadTooLarge(`${path}: inline image "${img.cid}" is ${bytes.length} bytes decoded; the limit is ${rt.config.maxImageBytes} (ENS_MAX_IMAGE_BYTES).`);
         }
-        return { cid: img.cid, mediaType: img.media_type ?? 'image/png', bytes: bytes ?? Buffer.alloc(0) };
+        return { cid: img.cid, mediaType: img.media_type ?? 'image/png', bytes: bytes ?? Buffer.alloc(0), key: bytes ? mediaKey(bytes) : '' };
       }),
     );
   }
@@ -53,29 +54,47 @@ function decodeImages(rt: Runtime, handoff: HandoffT): Map<number, DecodedImage[
 }
 
 /**
- * Moves decoded inline images to media storage, so the stored handoff (and every retry of every
- * email) refers to a storage key instead of carrying megabytes of base64.
+ * The handoff's messages as stored: decoded inline images replaced by their storage keys, so the
+ * stored handoff (and every retry of every email) refers to a key instead of carrying megabytes of
+ * base64.
  */
-async function storeImages(rt: Runtime, handoff: HandoffT, decoded: Map<number, DecodedImage[]>): Promise<Record<string, unknown>> {
+function storedMessages(handoff: HandoffT, decoded: Map<number, DecodedImage[]>): Record<string, unknown> {
   const byChannel: Record<string, unknown> = {};
   for (const [i, entry] of handoff.messages.entries()) {
     const { inline_images: _base64, ...rest } = entry.content;
     const content: Record<string, unknown> = { ...rest };
     const images = decoded.get(i);
-    if (images) {
-      content.inline_images = await Promise.all(
-        images.map(async (img) => ({ cid: img.cid, media_type: img.mediaType, size: img.bytes.length, storage_key: await rt.media.put(img.bytes, img.mediaType) })),
-      );
-    }
+    if (images) content.inline_images = images.map((img) => ({ cid: img.cid, media_type: img.mediaType, size: img.bytes.length, storage_key: img.key }));
     byChannel[entry.channel] = content;
   }
   return byChannel;
+}
+
+/**
+ * Writes the decoded images to media storage, after recording their keys for the media collector
+ * (see core/media/media-collector.ts). Returns which deliveries use which object.
+ */
+async function storeImages(rt: Runtime, handoff: HandoffT, decoded: Map<number, DecodedImage[]>, deliveries: readonly { id: string; channel: Channel }[]): Promise<{ key: string; deliveryId: string }[]> {
+  const all = [...decoded.values()].flat();
+  await recordMediaPuts(rt.db, all.map((img) => img.key));
+  await Promise.all(all.map((img) => rt.media.put(img.bytes, img.mediaType, img.key)));
+  const refs: { key: string; deliveryId: string }[] = [];
+  for (const [i, images] of decoded) {
+    const channel = handoff.messages[i]!.channel;
+    for (const d of deliveries) if (d.channel === channel) for (const img of images) refs.push({ key: img.key, deliveryId: d.id });
+  }
+  return refs;
 }
 
 /** SHA-256 in base64url, one-shot where Node has it (20.12+): no Hash object per request. */
 const sha256 = typeof crypto.hash === 'function'
   ? (s: string) => crypto.hash('sha256', s, 'base64url')
   : (s: string) => crypto.createHash('sha256').update(s).digest('base64url');
+
+/** The 202, byte for byte as stored (a replay answers exactly what the first request got). */
+function sendAccepted(reply: FastifyReply, body: string): FastifyReply {
+  return reply.code(202).header('content-type', 'application/json; charset=utf-8').serializer((s: unknown) => s as string).send(body);
+}
 
 /** POST /v2/messages — accept one handoff, store it and its deliveries, answer 202 pending. */
 export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
@@ -104,9 +123,18 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
         callbackUrl = checked.url.toString();
       }
       const requestHash = sha256(stringify(handoff) ?? '');
-      const messages = await storeImages(rt, handoff, decodeImages(rt, handoff));
+      const decoded = decodeImages(rt, handoff);
       const handoffId = newId();
       const deliveries = planned.map((p) => ({ id: newId(), channel: p.channel, recipient: p.recipient }));
+      const client = req.client;
+      const quota = (channel: Channel) => client.dailyQuota[channel] ?? rt.config.dailyQuota;
+      let mediaRefs: { key: string; deliveryId: string }[] | undefined;
+      if ([...decoded.values()].some((images) => images.length > 0)) {
+        // Files outlive a rolled-back transaction: refuse what can be refused before writing any.
+        const replay = await refuseBeforeStoring(rt.db, { clientId: client.id, idempotencyKey: key, requestHash, tenant: handoff.tenant, deliveries, quota });
+        if (replay !== null) return sendAccepted(reply.header('idempotent-replayed', 'true'), replay);
+        mediaRefs = await storeImages(rt, handoff, decoded, deliveries);
+      }
       const accepted: AcceptedHandoffT = {
         handoff_id: handoffId,
         tenant: handoff.tenant,
@@ -115,7 +143,6 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
         status: 'pending',
         deliveries: deliveries.map((d) => ({ delivery_id: d.id, channel: d.channel, recipient: d.recipient, status: 'pending' as const })),
       };
-      const client = req.client;
       const result = await acceptHandoff(rt.db, {
         clientId: client.id,
         idempotencyKey: key,
@@ -126,9 +153,10 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
         eventType: handoff.event_type,
         reference: handoff.reference ?? null,
         callbackUrl,
-        messages,
+        messages: storedMessages(handoff, decoded),
         deliveries,
-        quota: (channel: Channel) => client.dailyQuota[channel] ?? rt.config.dailyQuota,
+        ...(mediaRefs ? { mediaRefs } : {}),
+        quota,
       });
       if (result.outcome === 'created') {
         // After the commit: the 202 must not wait for JetStream, and a lost wake-up is re-sent by the sweeper.
@@ -138,7 +166,7 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
       } else {
         reply.header('idempotent-replayed', 'true');
       }
-      return reply.code(202).header('content-type', 'application/json; charset=utf-8').serializer((s: unknown) => s as string).send(result.responseBody);
+      return sendAccepted(reply, result.responseBody);
     },
   );
 }

@@ -6,6 +6,8 @@
  *   deliveries  [{id, channel, recipient}], in the handoff's order
  *   quotas      [{channel, count, quota}]: one per channel that has a daily quota (> 0), in the
  *               order the refusal reports; count is the item's deliveries on that channel
+ *   media_refs  [{key, delivery_id}], only when the handoff has inline images: which of its
+ *               deliveries use which media object
  * Returns one row per item, in item order, with its outcome:
  *   created  stored
  *   replay   (client, key) was already used: the stored response and request hash
@@ -120,6 +122,16 @@ BEGIN
          WITH ORDINALITY AS x(handoff_id, client_id, tenant, event_type, reference, deliveries, i)
    CROSS JOIN LATERAL jsonb_to_recordset(x.deliveries) AS d(id uuid, channel text, recipient text)
    WHERE state[x.i] = 'created';
+
+  -- Which of the new deliveries use which media objects (only items with inline images have any).
+  IF p_items @? '$[*].media_refs' THEN
+    INSERT INTO media_refs (storage_key, delivery_id)
+    SELECT r.key, r.delivery_id
+      FROM ROWS FROM (jsonb_to_recordset(p_items) AS (media_refs jsonb)) WITH ORDINALITY AS x(media_refs, i)
+     CROSS JOIN LATERAL jsonb_to_recordset(x.media_refs) AS r(key text, delivery_id uuid)
+     WHERE state[x.i] = 'created'
+    ON CONFLICT DO NOTHING;
+  END IF;
 
   -- 5. One row per item. A replay reads the stored key now: this statement's snapshot sees a key
   --    that a transaction waited for in step 1 committed, and the earlier items of this batch.
