@@ -46,7 +46,7 @@ let template: Promise<string> | undefined;
 
 async function locateOrBuild(): Promise<string> {
   const { majorVersion } = await findPostgresBinaries();
-  const root = join(await scratchRoot(), `ens-pg-template-${majorVersion}-${process.getuid?.() ?? 0}`);
+  const root = join(await scratchRoot(), `ens-pg-template-scram-${majorVersion}-${process.getuid?.() ?? 0}`);
   const data = join(root, 'data');
   if (!(await hasPgVersion(data))) await buildTemplate(root);
   if (!(await hasPgVersion(data))) throw new Error(`could not create the PostgreSQL template in ${root}`);

@@ -4,6 +4,7 @@ import { pollUntil } from './poll-until.ts';
 export interface WaitForPostgresOptions {
   port: number;
   user: string;
+  password: string;
   database: string;
   timeoutMs: number;
   abortIf: () => Error | undefined;
@@ -14,6 +15,7 @@ async function tryConnect(opts: WaitForPostgresOptions): Promise<pg.Client | und
     host: '127.0.0.1',
     port: opts.port,
     user: opts.user,
+    password: opts.password,
     database: opts.database,
     connectionTimeoutMillis: 2_000,
   });

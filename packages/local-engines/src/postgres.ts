@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { spawnEngine } from './engine-process.ts';
 import { findPostgresBinaries } from './postgres-binaries.ts';
 import { initDataDir, isDataDir, SUPERUSER } from './postgres-initdb.ts';
+import { convertToPassword, readPassword } from './postgres-password.ts';
 import { ensureDatabase, waitForPostgres } from './postgres-ready.ts';
 import { clearStalePostmaster } from './postgres-stale.ts';
 import { chownTree, postgresRunAs } from './service-user.ts';
@@ -27,7 +28,7 @@ export interface StartPostgresOptions {
 }
 
 export interface PostgresHandle extends SupervisedEngine {
-  /** postgres://ens@127.0.0.1:PORT/ens */
+  /** postgres://ens:PASSWORD@127.0.0.1:PORT/ens (the password is in DATA_DIR/ens.password) */
   readonly url: string;
   readonly dataDir: string;
 }
@@ -46,6 +47,7 @@ function settingArgs(settings: Readonly<Record<string, string | number | boolean
 function serverArgs(dataDir: string, port: number, opts: StartPostgresOptions): string[] {
   // The socket lives in the data directory so it never collides with a system
   // server's /var/run/postgresql; a path too long for a socket just disables it.
+  // TCP only on 127.0.0.1: ENS is the only client, and it runs on this machine.
   const socketDir = Buffer.byteLength(`${dataDir}/.s.PGSQL.${port}`) <= MAX_SOCKET_PATH ? dataDir : '';
   const settings: Record<string, string | number | boolean> = { max_connections: 200 };
   if (opts.fsync === false) {
@@ -65,10 +67,19 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
   const log = opts.onLog ?? (() => {});
   const timeoutMs = opts.startTimeoutMs ?? 60_000;
 
+  let password: string;
   if (!(await isDataDir(dataDir))) {
-    await initDataDir({ initdb: bins.initdb, dataDir, fsync: opts.fsync ?? true, onLog: log, ...(runAs ? { runAs } : {}) });
-  } else if (runAs) {
-    await chownTree(dataDir, runAs);
+    password = await initDataDir({ initdb: bins.initdb, dataDir, fsync: opts.fsync ?? true, onLog: log, ...(runAs ? { runAs } : {}) });
+  } else {
+    if (runAs) await chownTree(dataDir, runAs);
+    const stored = await readPassword(dataDir);
+    if (stored !== undefined) password = stored;
+    else {
+      // A cluster from before ENS used passwords (it trusted every local user): converted once.
+      await clearStalePostmaster(dataDir, log);
+      password = await convertToPassword({ postgres: bins.postgres, dataDir, user: SUPERUSER, ...(runAs ? { runAs } : {}) });
+      log(`converted ${dataDir} to password authentication (SCRAM-SHA-256)`);
+    }
   }
 
   const engine = await superviseEngine({
@@ -91,6 +102,7 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
         client = await waitForPostgres({
           port,
           user: SUPERUSER,
+          password,
           database: 'postgres',
           timeoutMs,
           abortIf: () => (server.isRunning() ? undefined : new Error('exited')),
@@ -112,7 +124,7 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
   });
 
   return {
-    url: `postgres://${SUPERUSER}@127.0.0.1:${engine.port}/${POSTGRES_DATABASE}`,
+    url: `postgres://${SUPERUSER}:${password}@127.0.0.1:${engine.port}/${POSTGRES_DATABASE}`,
     port: engine.port,
     get pid() {
       return engine.pid;

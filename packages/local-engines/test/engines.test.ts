@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,8 @@ import t from 'tap';
 import {
   isProcessAlive,
   EngineMissingError,
+  readPostgresPassword,
+  POSTGRES_PASSWORD_FILE,
   findPostgresBinaries,
   freePort,
   startNats,
@@ -69,7 +71,7 @@ const baseDataDir = join(root, 'base');
 await t.test('postgres: initdb, start, select 1, database ens exists', async (tt) => {
   const lines: string[] = [];
   const pgh = await started({ dataDir: baseDataDir, fsync: false, onLog: (l) => lines.push(l) }, tt);
-  tt.match(pgh.url, /^postgres:\/\/ens@127\.0\.0\.1:\d+\/ens$/);
+  tt.match(pgh.url, /^postgres:\/\/ens:[0-9a-f]{32}@127\.0\.0\.1:\d+\/ens$/);
   tt.equal(pgh.dataDir, baseDataDir);
   tt.type(pgh.pid, 'number');
   const { rows } = await query(pgh.url, 'select 1 as one, current_database() as db, current_user as usr');
@@ -83,6 +85,55 @@ await t.test('postgres: initdb, start, select 1, database ens exists', async (tt
   tt.ok(lines.some((l) => l.includes('ready to accept connections')), 'onLog receives server output');
   await pgh.stop();
   tt.equal(pgh.pid, undefined, 'no pid once stopped');
+});
+
+/** A connection attempt's error code, or 'connected'. */
+async function tryConnect(config: pg.ClientConfig): Promise<string> {
+  const client = new pg.Client(config);
+  try {
+    await client.connect();
+    await client.end();
+    return 'connected';
+  } catch (err) {
+    return (err as { code?: string }).code ?? (err as Error).message;
+  }
+}
+
+await t.test('postgres: every connection needs the generated password (SCRAM), kept 0600 in the data dir', async (tt) => {
+  const pgh = await started({ dataDir: baseDataDir, fsync: false }, tt);
+  const password = await readPostgresPassword(baseDataDir);
+  tt.match(password, /^[0-9a-f]{32}$/, `${POSTGRES_PASSWORD_FILE} holds the password`);
+  tt.equal((await stat(join(baseDataDir, POSTGRES_PASSWORD_FILE))).mode & 0o777, 0o600, 'readable by its owner only');
+  const hba = await readFile(join(baseDataDir, 'pg_hba.conf'), 'utf8');
+  tt.notMatch(hba.replace(/#.*$/gm, ''), /\btrust\b/, 'pg_hba.conf trusts no one');
+  tt.equal(await tryConnect({ host: '127.0.0.1', port: pgh.port, user: 'ens', database: 'ens', password: 'wrong' }), '28P01', 'a wrong password over TCP is refused');
+  tt.equal(await tryConnect({ host: baseDataDir, port: pgh.port, user: 'ens', database: 'ens', password: 'wrong' }), '28P01', 'and on the socket');
+  tt.equal(await tryConnect({ host: baseDataDir, port: pgh.port, user: 'ens', database: 'ens', password }), 'connected', 'the stored password gets in');
+  const { rows } = await query(pgh.url, "select setting from pg_settings where name = 'listen_addresses'");
+  tt.same(rows, [{ setting: '127.0.0.1' }], 'TCP on loopback only');
+  await pgh.stop();
+});
+
+await t.test('postgres: a cluster made with trust authentication is converted to a password at start', async (tt) => {
+  const dataDir = freshDir();
+  const bins = await findPostgresBinaries();
+  const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
+  await mkdir(dataDir, { mode: 0o700 });
+  if (runAs) await chown(dataDir, runAs.uid, runAs.gid);
+  // What earlier versions of ENS ran.
+  await execFileAsync(bins.initdb, ['-D', dataDir, '-U', 'ens', '--auth=trust', '--no-sync'], runAs ?? {});
+  tt.equal(await readPostgresPassword(dataDir), undefined, 'no password to begin with');
+  const lines: string[] = [];
+  const pgh = await started({ dataDir, fsync: false, onLog: (l) => lines.push(l) }, tt);
+  const password = await readPostgresPassword(dataDir);
+  tt.match(password, /^[0-9a-f]{32}$/, 'a password was generated');
+  tt.ok(lines.some((l) => /converted .* to password authentication/.test(l)), 'the conversion is logged');
+  tt.equal(await tryConnect({ host: '127.0.0.1', port: pgh.port, user: 'ens', database: 'ens', password: 'trust-me' }), '28P01', 'without the password: refused');
+  tt.same((await query(pgh.url, 'select current_user as u')).rows, [{ u: 'ens' }], 'the URL carries the password');
+  await pgh.stop();
+  const again = await started({ dataDir, fsync: false }, tt);
+  tt.equal(await readPostgresPassword(dataDir), password, 'a later start keeps the password');
+  tt.same((await query(again.url, 'select 1 as one')).rows, [{ one: 1 }]);
 });
 
 async function copyOfBase(): Promise<string> {
@@ -142,7 +193,7 @@ await t.test('postgres: a server left running on the data dir by a killed run is
   tt.teardown(() => {
     survivor.kill('SIGKILL');
   });
-  const url = `postgres://ens@127.0.0.1:${port}/ens`;
+  const url = `postgres://ens:${await readPostgresPassword(dataDir)}@127.0.0.1:${port}/ens`;
   for (let i = 0; ; i++) {
     try {
       await query(url, 'select 1');
