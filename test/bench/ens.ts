@@ -193,8 +193,8 @@ export interface BenchClient {
 }
 
 /** `ens clients create --name bench --callback-secret`, which prints one JSON object. */
-export async function createClient(env: Record<string, string>): Promise<BenchClient> {
-  const child = await spawnNode([ENS_BIN, 'clients', 'create', '--name', 'bench', '--callback-secret'], env);
+export async function createClient(env: Record<string, string>, name = 'bench'): Promise<BenchClient> {
+  const child = await spawnNode([ENS_BIN, 'clients', 'create', '--name', name, '--callback-secret'], env);
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

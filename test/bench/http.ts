@@ -37,9 +37,9 @@ export function phones(n: number, offset = 0): string[] {
   return Array.from({ length: n }, (_, i) => phone(offset + i));
 }
 
-export function handoffBody(recipients: string[], o: { callbackUrl?: string; eventType?: string; reference?: string } = {}): string {
+export function handoffBody(recipients: string[], o: { callbackUrl?: string; eventType?: string; reference?: string; tenant?: string } = {}): string {
   return JSON.stringify({
-    tenant: 'bench',
+    tenant: o.tenant ?? 'bench',
     event_type: o.eventType ?? 'bench',
     ...(o.reference ? { reference: o.reference } : {}),
     ...(o.callbackUrl ? { callback_url: o.callbackUrl } : {}),

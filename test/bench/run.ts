@@ -3,7 +3,7 @@
  * on one machine, and reports every figure as a ratio against the raw engine measured in that run.
  *
  * Environment:
- *   BENCH_ONLY=accept,memory,pipeline,fanout,callbacks,feed  run a subset (default: all)
+ *   BENCH_ONLY=accept,memory,pipeline,fanout,fairness,callbacks,feed  run a subset (default: all)
  *   BENCH_FEED_ROWS=1000000   deliveries in the feed phase (inserting a million takes a while)
  *   BENCH_MEMORY_SECONDS=20  length of the sustained load in the memory phase
  *   BENCH_CPU_PROF=1          run the ENS children with --cpu-prof into test/bench/profiles/<stamp>/
@@ -27,6 +27,7 @@ import { startEngines } from './engines.ts';
 import { allChildren, createClient, ensEnv, mintToken, provisionTenant, startEns, type EnsChild } from './ens.ts';
 import { fillFeed, timeFeedPages } from './feed.ts';
 import { ensFanout } from './fanout.ts';
+import { blastWithSingles, pacedSends, sharesUnderBacklogs, startLimitedTwilio, type Sender } from './fairness.ts';
 import { elapsedMs, progress } from './log.ts';
 import { memoryUnderLoad } from './memory.ts';
 import { ensPipeline, rawPipeline } from './pipeline.ts';
@@ -36,7 +37,7 @@ import { medianOf, summarise } from './stats.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const TMPFS_MAGIC = 0x01021994;
-const PHASES = ['accept', 'memory', 'pipeline', 'fanout', 'callbacks', 'feed'] as const;
+const PHASES = ['accept', 'memory', 'pipeline', 'fanout', 'fairness', 'callbacks', 'feed'] as const;
 type Phase = (typeof PHASES)[number];
 
 const ACCEPT = { concurrency: 32, warmupMs: 2_000, durationMs: 8_000 };
@@ -44,6 +45,7 @@ const MEMORY = { concurrency: 32, warmupMs: 2_000, durationMs: 1000 * Number(pro
 const PIPELINE_N = 5_000;
 const PIPELINE_HANDOFFS = 50;
 const FANOUT_N = 10_000;
+const FAIR = { handoffs: 5, perHandoff: 10_000, singleEveryMs: 100, backlogs: [30_000, 20_000, 10_000], pace: 50, paced: 1_000 };
 const CALLBACKS_N = 3_000;
 /** The raw pipeline and callbacks loops take about a second: each runs this many times, median kept. */
 const RAW_REPEATS = 3;
@@ -289,6 +291,104 @@ async function main(): Promise<number> {
         });
         report.note(`Fan-out: request body ${fmt(f.bodyBytes / 1024)} KiB; final statuses ${JSON.stringify(f.statuses)}.`);
         report.data.fanout = f;
+      });
+    }
+
+    // ── 3b. Fair delivery ───────────────────────────────────────────────────────────────────────
+    if (phases.has('fairness')) {
+      await phase('fairness', async () => {
+        await waitIdle(db, 'fairness');
+        const sender = async (name: string): Promise<Sender> => {
+          const c = await createClient(env, name);
+          const tk = await mintToken(api.baseUrl, c);
+          await provisionTenant(api.baseUrl, tk, name);
+          return { clientId: c.clientId, token: tk, tenant: name };
+        };
+        const [marketing, bank] = [await sender('marketing'), await sender('bank')];
+        const blastN = FAIR.handoffs * FAIR.perHandoff;
+        const blast = { handoffs: FAIR.handoffs, perHandoff: FAIR.perHandoff, everyMs: FAIR.singleEveryMs };
+        // As before fair delivery: the worker held 4 wake-ups per send slot (256 for 64 slots),
+        // so it could only choose among those; ENS_SEND_WINDOW=256 brings that back.
+        progress(`fairness: ${FAIR.handoffs} × ${FAIR.perHandoff} sms for "marketing", one sms for "bank" every ${FAIR.singleEveryMs} ms; first with ENS_SEND_WINDOW=256 (what the worker held before)`);
+        await api.stop();
+        api = await startEns({ name: 'window-256', env: { ...env, ENS_SEND_WINDOW: '256' }, ...(profDir ? { profDir } : {}) });
+        const before = await blastWithSingles(api.baseUrl, db, marketing, bank, { ...blast, offset: 0 });
+        progress(`fairness: window 256: blast ${fmt(before.blastRate)}/s; singles p50 ${fmt(before.singles.p50)} ms, p99 ${fmt(before.singles.p99)} ms`);
+        await api.stop();
+        api = await startMain('main-fair');
+        // RSS while the worker holds the blast's wake-ups: what the fair window costs in memory.
+        const fairChild = api;
+        const idleRssKb = await fairChild.rssKb();
+        let peakRssKb = idleRssKb;
+        const rssTimer = setInterval(() => void fairChild.rssKb().then((kb) => (peakRssKb = Math.max(peakRssKb, kb)), () => {}), 200);
+        const [fair, fairDiag] = await watched('fairness: blast with singles, ENS', () => blastWithSingles(api.baseUrl, db, marketing, bank, { ...blast, offset: 100_000 })).finally(() => clearInterval(rssTimer));
+        progress(`fairness: default window: blast ${fmt(fair.blastRate)}/s; singles p50 ${fmt(fair.singles.p50)} ms, p99 ${fmt(fair.singles.p99)} ms`);
+        report.row({
+          measure: `Fair: another tenant's sms during a ${fmt(blastN)} blast, 202 → sent`,
+          raw: `p99 ${ms(before.singles.p99)} (window 256)`,
+          ens: `p50 ${ms(fair.singles.p50)}, p99 ${ms(fair.singles.p99)}`,
+          ratio: '',
+          target: 'p99 ≤ 1 s',
+          met: fair.singles.p99 <= 1000 ? 'yes' : 'NO',
+        });
+        report.row({
+          measure: `Fair: the blast's own rate, vs window 256`,
+          raw: `${fmt(before.blastRate)} /s`,
+          ens: `${fmt(fair.blastRate)} /s`,
+          ratio: (fair.blastRate / before.blastRate).toFixed(2),
+          target: 'ratio ≥ 0.90',
+          met: fair.blastRate / before.blastRate >= 0.9 ? 'yes' : 'NO',
+        });
+
+        const others = [await sender('x'), await sender('y'), await sender('z')];
+        progress(`fairness: three clients with backlogs of ${FAIR.backlogs.map(fmt).join(', ')} sms at once`);
+        const shares = await sharesUnderBacklogs(api.baseUrl, db, others, FAIR.backlogs, 300_000);
+        const worst = Math.max(...shares.perClient.map((c) => Math.abs(c.ofFairShare - 1)));
+        report.row({
+          measure: `Fair: 3 clients, backlogs ${FAIR.backlogs.map((b) => `${b / 1000}k`).join('/')}, share while all have work`,
+          raw: '',
+          ens: shares.perClient.map((c) => `${(c.ofFairShare * 100).toFixed(1)} %`).join(', '),
+          ratio: '',
+          target: 'each within 10 % of 1/3',
+          met: worst <= 0.1 ? 'yes' : 'NO',
+        });
+
+        progress(`fairness: a provider that refuses more than ${FAIR.pace} sends in any second (fake Twilio), paced by ENS_PROVIDER_PACE, two worker processes, ${FAIR.paced} sms`);
+        const twilio = await startLimitedTwilio(FAIR.pace);
+        onCleanup('fake twilio', () => twilio.fake.stop());
+        const pacedEnv = {
+          ...env,
+          ENS_PROVIDERS: 'sms=@ens/plugin-twilio',
+          ENS_PROVIDER_CONFIG: JSON.stringify({ '@ens/plugin-twilio': { accountSid: twilio.fake.accountSid, authToken: twilio.fake.authToken, from: '+15005550006', baseUrl: twilio.baseUrl } }),
+          ENS_PROVIDER_PACE: `@ens/plugin-twilio=${FAIR.pace}`,
+        };
+        await api.stop();
+        api = await startEns({ name: 'paced', env: pacedEnv, ...(profDir ? { profDir } : {}) });
+        const secondWorker = await startEns({ name: 'paced-worker-2', env: pacedEnv, roles: ['worker'], ...(profDir ? { profDir } : {}) });
+        const paced = await pacedSends(api.baseUrl, db, marketing, twilio.fake, FAIR.paced, 2_000_000);
+        await secondWorker.stop();
+        await api.stop();
+        await twilio.fake.stop();
+        api = await startMain('main-3');
+        progress(`fairness: paced ${fmt(paced.rate)} sends/s, ${paced.refusedForRate} refused for rate`);
+        report.row({
+          measure: `Pace: provider limited to ${FAIR.pace}/s, 2 worker processes, ${fmt(FAIR.paced)} sms`,
+          raw: `${FAIR.pace} /s`,
+          ens: `${fmt(paced.rate)} /s, ${paced.refusedForRate} refused`,
+          ratio: (paced.rate / FAIR.pace).toFixed(3),
+          target: 'within 5 %, 0 refused',
+          met: Math.abs(paced.rate / FAIR.pace - 1) <= 0.05 && paced.refusedForRate === 0 ? 'yes' : 'NO',
+        });
+        report.note(
+          `Fair delivery: "marketing" posts ${FAIR.handoffs} handoffs of ${fmt(FAIR.perHandoff)} sms at once; "bank" posts one sms every ${FAIR.singleEveryMs} ms until the blast has drained ` +
+            `(${before.singlesSent} and ${fair.singlesSent} singles); a single's latency is its row's created_at → sent_at. Window 256 is ENS_SEND_WINDOW=256, the 4 wake-ups per send slot the worker held before fair delivery, ` +
+            `so it could only pick among those: first in, first out across clients. Singles with window 256: p50 ${ms(before.singles.p50)}, p99 ${ms(before.singles.p99)}, max ${ms(before.singles.max)}; ` +
+            `default window: p50 ${ms(fair.singles.p50)}, p90 ${ms(fair.singles.p90)}, p99 ${ms(fair.singles.p99)}, max ${ms(fair.singles.max)}. ` +
+            `CPU per delivery with the default window ${formatCpuPerOp(cpuPerOp(fairDiag, fair.blastDeliveries))}; RSS of the all-roles process ${fmt(idleRssKb / 1024)} MB before the blast, ${fmt(peakRssKb / 1024)} MB at most while it was held and sent. ` +
+            `Three clients: ${shares.perClient.map((c, i) => `${['x', 'y', 'z'][i]} (backlog ${fmt(c.backlog)}) ${fmt(c.rate)}/s`).join(', ')} over the ${shares.windowS.toFixed(1)} s in which all three had work. ` +
+            `Pace: measured at the fake provider, first to last send accepted; it answers 429 to a send beyond ${FAIR.pace} in any one-second window.`,
+        );
+        report.data.fairness = { settings: FAIR, before, fair, shares, paced, idleRssKb, peakRssKb };
       });
     }
 

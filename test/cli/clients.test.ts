@@ -158,6 +158,30 @@ t.test('limits: a per-client rate and daily quota are set and shown', async (t) 
   created.limited = c.clientId;
 });
 
+t.test('schedule: a client\'s weight, priority event types and tenant weights are set and shown', async (t) => {
+  const c = await svc.createClient();
+  await svc.tenant(c, 'retail');
+  const shown = await ens(['clients', 'schedule', c.clientId, '--weight', '3', '--priority-events', 'otp.*, auth.code']);
+  t.same(shown, { client_id: c.clientId, weight: 3, priority_event_types: ['otp.*', 'auth.code'], tenant_weights: {} });
+  t.same((await ens(['clients', 'schedule', c.clientId, '--tenant', 'retail', '--weight', '5'])).tenant_weights, { retail: 5 }, 'a tenant\'s weight within its client');
+  t.match(await ens(['clients', 'schedule', c.clientId]), { weight: 3, tenant_weights: { retail: 5 } }, 'without options it shows what is set');
+
+  const refusals: [string[], number, RegExp][] = [
+    [['--weight', '0'], 2, /--weight takes a whole number from 1 to 100/],
+    [['--weight', '101'], 2, /from 1 to 100/],
+    [['--priority-events', 'a b'], 2, /"a b" is not one/],
+    [['--tenant', 'retail', '--priority-events', 'x'], 2, /priority event types are per client/],
+    [['--tenant', 'nope', '--weight', '2'], 1, /has no tenant "nope"/],
+  ];
+  for (const [args, code, message] of refusals) {
+    const r = await runBuilt(['clients', 'schedule', c.clientId, ...args], svc.env);
+    t.equal(r.code, code, `${args.join(' ')}: exit ${code}`);
+    t.match(r.stderr, message);
+  }
+  t.match(await ens(['clients', 'schedule', c.clientId]), { weight: 3, priority_event_types: ['otp.*', 'auth.code'] }, 'a refusal changes nothing');
+  t.match(await ens(['clients', 'schedule', c.clientId, '--weight', 'default', '--priority-events', 'none']), { weight: 1, priority_event_types: [] }, 'back to the defaults');
+});
+
 t.test('clients list shows every client and its state, without any secret', async (t) => {
   const r = await runBuilt(['clients', 'list'], svc.env);
   t.equal(r.code, 0, r.stderr);

@@ -78,7 +78,7 @@ t.test('checkPlugin refuses a plugin and names the plugin and the bad field', as
   await refuses(t, () => checkPlugin(pkg, goodPlugin({ channels: undefined })), pkg, /: channels /, 'missing channels');
   await refuses(t, () => checkPlugin(pkg, goodPlugin({ channels: [] })), pkg, /: channels /, 'an empty channel list');
   await refuses(t, () => checkPlugin(pkg, goodPlugin({ channels: ['sms', 'fax'] })), pkg, /: channels /, 'an unknown channel');
-  await refuses(t, () => checkPlugin(pkg, goodPlugin({ sdk: '^2.0.0' })), pkg, /: sdk range "\^2\.0\.0" does not include .*1\.1\.0/, 'an sdk range that excludes 1.1.0');
+  await refuses(t, () => checkPlugin(pkg, goodPlugin({ sdk: '^2.0.0' })), pkg, /: sdk range "\^2\.0\.0" does not include .*1\.2\.0/, 'an sdk range that excludes 1.2.0');
   await refuses(t, () => checkPlugin(pkg, goodPlugin({ sdk: 'whenever' })), pkg, /: sdk /, 'an sdk value that is not a range');
   await refuses(t, () => checkPlugin(pkg, goodPlugin({ sdk: undefined })), pkg, /: sdk /, 'a missing sdk range');
   await refuses(t, () => checkPlugin(pkg, goodPlugin({ configSchema: undefined })), pkg, /: configSchema /, 'a missing configSchema');

@@ -15,6 +15,8 @@ const HELP = `ens — the ENS operator command
   ens clients issue-callback-secret CLIENT_ID
   ens clients disable CLIENT_ID
   ens clients limits CLIENT_ID [--rate N|default] [--daily-quota sms=N,email=default,...]
+  ens clients schedule CLIENT_ID [--weight N|default] [--priority-events otp.*,...|none]
+  ens clients schedule CLIENT_ID --tenant TENANT --weight N|default
   ens callbacks dead-letters [--client CLIENT_ID] [--limit N]
   ens callbacks replay CALLBACK_ID... | --client CLIENT_ID
   ens staff grant EMAIL | revoke EMAIL | list     console superusers (/ops/)
@@ -34,6 +36,9 @@ async function main(argv: string[]): Promise<void> {
       'callback-secret': { type: 'boolean' },
       rate: { type: 'string' },
       'daily-quota': { type: 'string' },
+      weight: { type: 'string' },
+      'priority-events': { type: 'string' },
+      tenant: { type: 'string' },
       client: { type: 'string' },
       limit: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -71,6 +76,9 @@ async function main(argv: string[]): Promise<void> {
         callbackSecret: values['callback-secret'],
         rate: values.rate,
         dailyQuota: values['daily-quota'],
+        weight: values.weight,
+        priorityEvents: values['priority-events'],
+        tenant: values.tenant,
       });
     }
     case 'callbacks': {

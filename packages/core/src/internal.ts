@@ -11,14 +11,19 @@ export { Slots, SlotsClosedError } from './slots.ts';
 export {
   SEND_STREAM, CALLBACK_STREAM, sendSubject, sendConsumer, CALLBACK_SUBJECT, CALLBACK_CONSUMER, FEED_WAKE_SUBJECT, ACK_WAIT_MS, connectNats, ensureTopology,
 } from './nats/topology.ts';
-export { wakeSenders, wakeCallbacks, wakeFeed } from './nats/wakeups.ts';
+export { wakeSenders, wakeCallbacks, wakeFeed, parseSendWakeup, type SendWakeup } from './nats/wakeups.ts';
+export { FairQueue, type Flow, type FlowWeights } from './scheduling/fair-queue.ts';
+export { FairSlots } from './scheduling/fair-slots.ts';
+export { SchedulingPolicy } from './store/scheduling.ts';
+export { ProviderPacer, type Pace } from './scheduling/provider-pacer.ts';
+export { WaitingMessages } from './nats/waiting-messages.ts';
 export { consumeWorkQueue, runInSlotOrRequeue, type WorkQueueConsumer, type WorkQueueOptions } from './nats/work-queue.ts';
 export { registerLoop, downLoops, allLoops, consumerUp, type LoopHealth, type LoopState } from './nats/loop-health.ts';
 
 export { startSweeper, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, type SweepJob, type Sweeper } from './sweeper.ts';
 export { readBacklogAge, measureBacklogIn, type BacklogAge, type BacklogKind } from './backlog.ts';
 export {
-  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, feedStamped, sweeperRequeued, mediaCollected, providerUp, devicesRemoved, webhookRequests,
+  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, feedStamped, sweeperRequeued, mediaCollected, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
 } from './metrics.ts';
 
 export { purgeIdempotencyKeys } from './store/accept.ts';

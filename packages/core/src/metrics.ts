@@ -39,6 +39,27 @@ export const feedStamped = new Counter({
   registers: [metricsRegistry],
 });
 
+export const providerPace = new Gauge({
+  name: 'ens_provider_pace_per_second',
+  help: 'The sends per second a paced provider is held to, across all worker processes',
+  labelNames: ['provider'],
+  registers: [metricsRegistry],
+});
+
+export const providerPaceWaiting = new Gauge({
+  name: 'ens_provider_pace_waiting',
+  help: 'Sends of this process waiting for their provider\'s pace',
+  labelNames: ['provider'],
+  registers: [metricsRegistry],
+});
+
+export const sendWaiting = new Gauge({
+  name: 'ens_send_waiting',
+  help: 'Wake-ups this worker process holds for a send slot, per channel and client',
+  labelNames: ['channel', 'client'],
+  registers: [metricsRegistry],
+});
+
 export const mediaCollected = new Counter({
   name: 'ens_media_collected_total',
   help: 'Inline-image objects removed from media storage because no pending delivery used them',

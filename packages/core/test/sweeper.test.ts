@@ -68,7 +68,10 @@ t.test('overdue deliveries are woken on their channel queue and counted', async 
   const deliveries = {
     takeOverdue: async (graceMs: number, limit: number) => {
       asked.push([graceMs, limit]);
-      return [{ id: 'd1', channel: 'sms' }, { id: 'd2', channel: 'push' }];
+      return [
+        { id: 'd1', channel: 'sms', clientId: 'ens_a', tenant: 'shop', eventType: 'order.shipped' },
+        { id: 'd2', channel: 'push', clientId: 'ens_b', tenant: 'bank', eventType: 'otp code' },
+      ];
     },
   } as unknown as DeliveryStore;
   const before = await requeued('delivery');
@@ -76,7 +79,7 @@ t.test('overdue deliveries are woken on their channel queue and counted', async 
   t.equal(job.everyMs, 2_000);
   await job.run();
   t.same(asked, [[30_000, 1000]], 'the grace and the batch size');
-  t.same(published, [['ens.send.sms', 'd1'], ['ens.send.push', 'd2']]);
+  t.same(published, [['ens.send.sms', 'd1 ens_a shop order.shipped'], ['ens.send.push', 'd2 ens_b bank otp code']], 'each with its flow, for fair scheduling');
   t.equal((await requeued('delivery')) - before, 2);
 });
 

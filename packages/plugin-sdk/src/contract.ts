@@ -49,7 +49,7 @@ export interface TenantSettings {
 }
 
 /** The version of this contract; plugins declare the range they support in `sdk`. */
-export const SDK_VERSION = '1.1.0';
+export const SDK_VERSION = '1.2.0';
 
 /** What a provider is asked to send: one recipient on one channel, one attempt. */
 export interface OutboundMessage {
@@ -159,6 +159,12 @@ export interface WebhookRoute {
 export interface Provider {
   /** Sends one message. Throws a ProviderError (see errors) to say how it failed. */
   send(message: OutboundMessage): Promise<SendResult>;
+  /**
+   * The most sends per second this provider (as configured: an account tier, a relay's limit)
+   * accepts. ENS holds all worker processes together to it instead of learning it from 429s;
+   * the operator's ENS_PROVIDER_PACE overrides it. Since SDK 1.2.
+   */
+  pace?: { perSecond: number };
   routes?: WebhookRoute[];
   checkCredentials?(): Promise<void>;
   close?(): Promise<void>;

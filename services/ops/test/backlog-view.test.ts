@@ -1,4 +1,5 @@
 import t from 'tap';
+import { SchedulingStore } from '@ens/core';
 import { smsHandoff, startTestService, waitFor } from '../../../test/harness/service.ts';
 import { ConsoleBrowser, signInDirectly } from './console-session.ts';
 
@@ -77,4 +78,26 @@ t.test('once the work is claimed, the warning goes', async (t) => {
     return p.text.includes('id="backlog-warning"') ? null : p;
   }, 5_000, 'the warning to go');
   t.match(backlogRow(page.text, 'sms'), /data-kind="delivery" data-seconds="0"/);
+});
+
+t.test('the fair delivery panel shows whose deliveries wait, with their weights, and each paced provider', async (t) => {
+  const big = await svc.createClient({ name: 'newsletters' });
+  await svc.tenant(big, 'retail');
+  const recipients = Array.from({ length: 30 }, (_, i) => `+1555333${String(2000 + i)}`);
+  t.equal((await svc.send(big, smsHandoff('retail', recipients))).status, 202);
+  await new SchedulingStore(rt.db).setClient(big.clientId, { weight: 4, priorityEventTypes: ['otp.*'] });
+  await new SchedulingStore(rt.db).setTenant(big.clientId, 'retail', 2);
+  // What a worker's pacer leaves behind: the pace and the sends it has booked ahead.
+  await rt.db.query('SELECT * FROM ens_reserve_sends($1, $2, $3, $4, $5)', ['twilio', 50, 20, 100, 2_000]);
+
+  const page = await b.get('/ops/');
+  t.match(page.text, /<section id="fair-delivery" aria-labelledby="fair-delivery-h">/);
+  const row = new RegExp(`<tr data-client="${big.clientId}" data-tenant="retail" data-channel="sms">[\\s\\S]*?</tr>`).exec(page.text)?.[0] ?? '';
+  t.match(row, /<td><a href="\/ops\/clients\/[^"]+">newsletters<\/a><\/td><td>retail<\/td><td>sms<\/td><td class="num" data-waiting="30">30<\/td>/, 'the client\'s 30 waiting sms');
+  t.match(row, /<td class="num">4<\/td><td class="num">2<\/td><td>otp\.\*<\/td>/, 'with the weights and priority event types set for it');
+  const waiting = [...page.text.matchAll(/data-waiting="(\d+)"/g)].map((m) => Number(m[1]));
+  t.same(waiting, [...waiting].sort((a, b) => b - a), 'largest backlog first');
+  const pace = /<tr data-provider="twilio">[\s\S]*?<\/tr>/.exec(page.text)?.[0] ?? '';
+  t.match(pace, /data-pace="50">50\/s<\/td>/, 'the paced provider and its pace');
+  t.match(pace, /<td class="num">\d+\.\d s<\/td>/, 'and how far ahead its sends are booked');
 });

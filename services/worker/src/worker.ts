@@ -1,6 +1,7 @@
 import { CHANNELS, checkOutboundUrl, guardedFetch, type Channel, type Runtime } from '@ens/core';
 import {
-  collectUnusedMedia, consumeWorkQueue, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SEND_STREAM, sendConsumer, Slots, startSweeper, wakeCallbacks, wakeFeed,
+  collectUnusedMedia, consumeWorkQueue, FairSlots, ProviderPacer, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SchedulingPolicy, SEND_STREAM, sendConsumer,
+  sendWaiting, startSweeper, WaitingMessages, wakeCallbacks, wakeFeed, type Pace,
 } from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
@@ -8,11 +9,11 @@ import { checkProviderConfig, closeProviders, loadProviders, type LoadedProvider
 import { sendHandler, sendTimeoutMs } from './send-loop.ts';
 
 /**
- * Wake-ups a channel's loop holds per send slot (ENS_WORKER_CONCURRENCY). Claims and outcome
- * records are batched across the handlers waiting for them, so holding more messages than there
- * are sends in flight makes the batches larger without sending more at once.
+ * Wake-ups a channel's loop asks the server for at a time, per send slot (ENS_WORKER_CONCURRENCY).
+ * The loop holds up to ENS_SEND_WINDOW wake-ups, to choose among them fairly, but pulls them in
+ * batches this size, so that worker processes sharing a backlog each get part of it.
  */
-const MESSAGES_PER_SEND_SLOT = 4;
+const PULL_PER_SEND_SLOT = 4;
 
 export interface WorkerRole {
   providers: LoadedProviders;
@@ -65,6 +66,26 @@ export async function loadConfiguredProviders(rt: Runtime): Promise<LoadedProvid
   return loadProviders(rt.config.providers, (pkg) => rt.config.providerConfig[pkg], (name) => pluginContext(rt, name));
 }
 
+/** Each loaded provider's pace: the operator's (ENS_PROVIDER_PACE, by package) or the plugin's own. */
+function providerPaces(rt: Runtime, providers: LoadedProviders): Map<string, Pace> {
+  const paces = new Map<string, Pace>();
+  for (const p of providers.all) {
+    const pace = rt.config.providerPace.get(p.pkg) ?? p.provider.pace;
+    if (pace && pace.perSecond > 0) paces.set(p.name, { perSecond: pace.perSecond });
+  }
+  return paces;
+}
+
+/** ens_send_waiting: the wake-ups each channel's loop holds for a slot, per client. */
+function reportWaiting(slots: readonly FairSlots[]): void {
+  sendWaiting.reset();
+  for (const [i, s] of slots.entries()) {
+    const byClient = new Map<string, number>();
+    for (const b of s.backlog()) byClient.set(b.client, (byClient.get(b.client) ?? 0) + b.waiting);
+    for (const [client, n] of byClient) sendWaiting.set({ channel: CHANNELS[i]!, client: client || 'unknown' }, n);
+  }
+}
+
 /**
  * Runs the worker role: one send loop per channel, plus the sweeper jobs it owns: re-enqueuing
  * deliveries whose wake-up was lost (crash, JetStream store loss), which is what makes invariant 1
@@ -74,13 +95,19 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
   const providers = await loadConfiguredProviders(rt);
   const chainOptions = { threshold: rt.config.failoverThreshold, cooldownMs: rt.config.failoverCooldownMs, sendTimeoutMs: sendTimeoutMs(rt.config.leaseMs), logger: rt.logger };
   const chains = new Map(CHANNELS.map((ch) => [ch, new ProviderChain(ch, providers.byChannel.get(ch)!, chainOptions)]));
-  const sendSlots = CHANNELS.map(() => new Slots(rt.config.workerConcurrency));
+  const policy = new SchedulingPolicy(rt.db);
+  await policy.start(5_000, (err) => rt.logger.warn({ err }, 'reading the scheduling settings failed; keeping the previous ones'));
+  const waiting = new WaitingMessages();
+  const sendSlots = CHANNELS.map(() => new FairSlots(rt.config.workerConcurrency, policy.weights));
+  const pacer = new ProviderPacer(rt.db, providerPaces(rt, providers));
+  const gauges = setInterval(() => reportWaiting(sendSlots), 5_000);
+  gauges.unref();
   const loops = await Promise.all(
     CHANNELS.map((ch, i) => {
-      const handler = sendHandler(rt, ch, chains.get(ch)!, sendSlots[i]!);
-      const held = rt.config.workerConcurrency * MESSAGES_PER_SEND_SLOT;
+      const handler = sendHandler(rt, ch, chains.get(ch)!, { slots: sendSlots[i]!, policy, waiting, pacer });
       return consumeWorkQueue({
-        js: rt.js, stream: SEND_STREAM, durable: sendConsumer(ch), concurrency: held, handle: handler, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
+        js: rt.js, stream: SEND_STREAM, durable: sendConsumer(ch), concurrency: rt.config.sendWindow, pullBatch: rt.config.workerConcurrency * PULL_PER_SEND_SLOT,
+        handle: handler, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
       });
     }),
   );
@@ -92,9 +119,13 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
     chains,
     async stop() {
       sweeper.stop();
+      clearInterval(gauges);
       // Sends under way finish; held wake-ups that have not started go back to the queue.
       for (const s of sendSlots) s.close();
+      pacer.close();
       await Promise.all(loops.map((l) => l.stop(10_000)));
+      waiting.close();
+      policy.stop();
       for (const c of chains.values()) c.close();
       await closeProviders(providers);
     },

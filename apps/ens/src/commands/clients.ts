@@ -1,4 +1,4 @@
-import { CHANNELS, type Channel, type ClientRow, type Config } from '@ens/core';
+import { CHANNELS, MAX_SEND_WEIGHT, SchedulingStore, type Channel, type ClientRow, type Config } from '@ens/core';
 import { withAdminSession, type AdminSession } from './admin-session.ts';
 import { UsageError, print } from '../output.ts';
 
@@ -31,6 +31,30 @@ export interface ClientsArgs {
   callbackSecret?: boolean;
   rate?: string;
   dailyQuota?: string;
+  weight?: string;
+  priorityEvents?: string;
+  tenant?: string;
+}
+
+const SCHEDULE_USAGE = 'usage: ens clients schedule CLIENT_ID [--weight N|default] [--priority-events TYPE,TYPE…|none] [--tenant TENANT --weight N|default]';
+
+/** A weight from 1 to MAX_SEND_WEIGHT, or `default` (1). */
+function parseWeight(text: string): number {
+  if (text === 'default') return 1;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1 || n > MAX_SEND_WEIGHT) throw new UsageError(`--weight takes a whole number from 1 to ${MAX_SEND_WEIGHT}, or default; got "${text}"`);
+  return n;
+}
+
+/** `otp.*,auth.code` → the list; `none` → empty. Each is an event type, `*` standing for any characters. */
+function parsePriorityEvents(text: string): string[] {
+  if (text.trim() === 'none') return [];
+  const list = text.split(',').map((p) => p.trim()).filter(Boolean);
+  const bad = list.find((p) => p.length > 200 || /\s/.test(p));
+  if (list.length === 0 || list.length > 50 || bad !== undefined) {
+    throw new UsageError(`--priority-events takes up to 50 comma-separated event types (* for any characters), or none${bad ? `; "${bad}" is not one` : ''}`);
+  }
+  return list;
 }
 
 /**
@@ -95,7 +119,26 @@ function plan(config: Config, a: ClientsArgs): (s: AdminSession) => Promise<void
         print({ client_id: id, ...limitsOf(row), usage_today: await s.clients.usageToday(id) });
       };
     }
+    case 'schedule': {
+      const id = need(a.id, SCHEDULE_USAGE);
+      const weight = a.weight === undefined ? undefined : parseWeight(a.weight);
+      const priorityEventTypes = a.priorityEvents === undefined ? undefined : parsePriorityEvents(a.priorityEvents);
+      const tenant = a.tenant;
+      if (tenant !== undefined && (weight === undefined || priorityEventTypes !== undefined)) {
+        throw new UsageError('with --tenant, give --weight (a tenant has a weight within its client; priority event types are per client)');
+      }
+      return async (s) => {
+        const store = new SchedulingStore(s.db);
+        if (tenant !== undefined) {
+          if (!(await store.setTenant(id, tenant, weight!))) throw new UsageError(`client ${id} has no tenant "${tenant}"`, 1);
+        } else if ((weight !== undefined || priorityEventTypes !== undefined) && !(await store.setClient(id, { weight, priorityEventTypes }))) {
+          notFound(id);
+        }
+        const now = (await store.get(id)) ?? notFound(id);
+        print({ client_id: id, weight: now.weight, priority_event_types: now.priorityEventTypes, tenant_weights: now.tenantWeights });
+      };
+    }
     default:
-      throw new UsageError('usage: ens clients create|list|rotate-secret|issue-callback-secret|disable|limits');
+      throw new UsageError('usage: ens clients create|list|rotate-secret|issue-callback-secret|disable|limits|schedule');
   }
 }

@@ -32,6 +32,22 @@ function parseProviders(v: string | undefined): Providers {
   return Object.freeze(out) as Providers;
 }
 
+/** `@ens/plugin-twilio=50,@ens/plugin-smtp=14`: sends per second per provider package. */
+function parseProviderPace(v: string | undefined): ReadonlyMap<string, { perSecond: number }> {
+  const out = new Map<string, { perSecond: number }>();
+  for (const pair of (v ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+    const at = pair.lastIndexOf('=');
+    const pkg = pair.slice(0, at).trim();
+    const rate = Number(pair.slice(at + 1).trim());
+    if (at < 0 || !PACKAGE_NAME.test(pkg) || !Number.isFinite(rate) || rate <= 0 || rate > 100_000) {
+      throw new Error(`takes package=sends-per-second pairs, such as @ens/plugin-twilio=50; "${pair}" is not one`);
+    }
+    if (out.has(pkg)) throw new Error(`${pkg} is named twice`);
+    out.set(pkg, { perSecond: rate });
+  }
+  return out;
+}
+
 function parseJsonObject(v: string | undefined): Readonly<Record<string, unknown>> {
   if (v === undefined) return Object.freeze({});
   try {
@@ -84,6 +100,12 @@ export const VARIABLES = {
   dailyQuota: integer('ENS_DAILY_QUOTA', { default: 0, shown: '`0` (none)', doc: 'messages per channel per UTC day per client, unless set per client' }),
   tokenRateLimit: integer('ENS_TOKEN_RATE_LIMIT', { default: 60, min: 1, doc: 'token requests per minute from one address; failed attempts have smaller budgets (see Limits and quotas)' }),
   workerConcurrency: integer('ENS_WORKER_CONCURRENCY', { default: 64, min: 1, doc: 'sends in flight per channel per worker process' }),
+  sendWindow: integer('ENS_SEND_WINDOW', {
+    default: 100_000,
+    min: 1,
+    max: 1_000_000,
+    doc: 'wake-ups a worker process holds per channel to choose the next send fairly among clients and tenants (see [Fair delivery](#fair-delivery))',
+  }),
   leaseMs: duration('ENS_LEASE', { default: '60s', doc: 'how long a worker holds a delivery for one attempt; a provider call is cut off at 80 % of it (30 s at most)' }),
   sweepGraceMs: duration('ENS_SWEEP_GRACE', { default: '30s', doc: 'how long past due a delivery or callback may sit before the sweeper re-enqueues it' }),
   providers: custom('ENS_PROVIDERS', {
@@ -93,6 +115,11 @@ export const VARIABLES = {
     transform: parseProviders,
   }),
   providerConfig: custom('ENS_PROVIDER_CONFIG', { shown: '`{}`', pattern: '^\\s*\\{', doc: 'JSON object of plugin settings keyed by package name', transform: parseJsonObject }),
+  providerPace: custom('ENS_PROVIDER_PACE', {
+    shown: 'none (what plugins declare)',
+    doc: 'sends per second per provider, across all worker processes, e.g. `@ens/plugin-twilio=50,@ens/plugin-smtp=14`; overrides the pace a plugin declares (see [Fair delivery](#fair-delivery))',
+    transform: parseProviderPace,
+  }),
   failoverThreshold: integer('ENS_FAILOVER_THRESHOLD', { default: 5, min: 1, doc: 'sends in 10 s (more than half failing transiently) that take a provider out of its channel\'s list' }),
   failoverCooldownMs: duration('ENS_FAILOVER_COOLDOWN', { default: '30s', doc: 'how long a provider stays out before a trial send' }),
   mediaGraceMs: duration('ENS_MEDIA_GRACE', {

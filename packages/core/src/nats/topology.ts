@@ -18,6 +18,11 @@ export const FEED_WAKE_SUBJECT = 'ens.feed.wake';
 
 /** How long a worker may hold a message before JetStream hands it to another worker. */
 export const ACK_WAIT_MS = 60_000;
+/**
+ * Wake-ups the send consumers let all worker processes hold at once: each holds up to
+ * ENS_SEND_WINDOW per channel to schedule fairly, so this allows ten processes at the default window.
+ */
+const SEND_MAX_ACK_PENDING = 1_000_000;
 
 /** `url` may list several servers of a cluster, comma-separated; the client fails over between them. */
 export async function connectNats(url: string, name: string): Promise<NatsConnection> {
@@ -64,8 +69,10 @@ export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<
     [CALLBACK_STREAM, CALLBACK_CONSUMER, CALLBACK_SUBJECT],
   ];
   for (const [stream, durable, filter] of consumers) {
+    const maxAckPending = stream === SEND_STREAM ? SEND_MAX_ACK_PENDING : 10_000;
+    let existing;
     try {
-      await jsm.consumers.info(stream, durable);
+      existing = await jsm.consumers.info(stream, durable);
     } catch {
       await jsm.consumers.add(stream, {
         durable_name: durable,
@@ -74,9 +81,12 @@ export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<
         deliver_policy: DeliverPolicy.All,
         ack_wait: ACK_WAIT_MS * 1_000_000,
         max_deliver: -1,
-        max_ack_pending: 10_000,
+        max_ack_pending: maxAckPending,
       });
+      continue;
     }
+    // Send consumers made before fair delivery allowed 10,000 held wake-ups across all workers.
+    if ((existing.config.max_ack_pending ?? 0) < maxAckPending) await jsm.consumers.update(stream, durable, { max_ack_pending: maxAckPending });
   }
   return jetstream(nc);
 }

@@ -22,9 +22,40 @@ function publishAll(nc: NatsConnection, subject: (i: number) => string, ids: str
   return sent;
 }
 
+/** What a send wake-up names: the delivery, and the flow the worker schedules it in. */
+export interface SendWakeup {
+  id: string;
+  channel: Channel;
+  clientId: string;
+  tenant: string;
+  eventType: string;
+}
+
+/*
+ * A send wake-up's payload is `<delivery id> <client id> <tenant> <event type>`: the worker holds
+ * many wake-ups per send slot and picks the next one fairly across clients and tenants (see
+ * scheduling/fair-queue.ts) before it reads any row, so the flow travels with the wake-up. Client
+ * ids, tenant ids and delivery ids hold no space; the event type, which may, comes last.
+ */
+const sendPayload = (d: SendWakeup) => `${d.id} ${d.clientId} ${d.tenant} ${d.eventType}`;
+
+/** Reads a send wake-up's payload; a bare delivery id (as published before flows) has an empty flow. */
+export function parseSendWakeup(text: string): Omit<SendWakeup, 'channel'> {
+  const a = text.indexOf(' ');
+  if (a < 0) return { id: text, clientId: '', tenant: '', eventType: '' };
+  const b = text.indexOf(' ', a + 1);
+  const c = b < 0 ? -1 : text.indexOf(' ', b + 1);
+  return {
+    id: text.slice(0, a),
+    clientId: text.slice(a + 1, b < 0 ? undefined : b),
+    tenant: b < 0 ? '' : text.slice(b + 1, c < 0 ? undefined : c),
+    eventType: c < 0 ? '' : text.slice(c + 1),
+  };
+}
+
 /** Wakes the channel workers for these deliveries. Never throws. */
-export function wakeSenders(nc: NatsConnection, items: { id: string; channel: Channel }[], logger: Logger): number {
-  return publishAll(nc, (i) => sendSubject(items[i]!.channel), items.map((d) => d.id), logger);
+export function wakeSenders(nc: NatsConnection, items: readonly SendWakeup[], logger: Logger): number {
+  return publishAll(nc, (i) => sendSubject(items[i]!.channel), items.map(sendPayload), logger);
 }
 
 /** Wakes the callbacks role for these callback ids. Never throws. */

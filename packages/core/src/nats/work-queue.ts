@@ -14,6 +14,12 @@ export interface WorkQueueOptions {
   durable: string;
   /** Messages handled at once. */
   concurrency: number;
+  /**
+   * Messages asked of the server per pull (default `concurrency`). Below `concurrency`, several
+   * processes sharing the consumer each get a share of a backlog instead of the first one taking
+   * all it may hold.
+   */
+  pullBatch?: number;
   /** Owns ack/nak; a message it throws on is nak'ed for redelivery after a second. */
   handle: (m: JsMsg) => Promise<void>;
   logger: Logger;
@@ -51,14 +57,20 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   let current: ConsumerMessages | null = null;
   let wakeRetry: (() => void) | null = null;
 
+  // Waits on a freed place, not on Promise.race over every handler: a loop may hold tens of
+  // thousands of messages (the send loops' fair window), and racing them all per message is quadratic.
+  const placeFreed: (() => void)[] = [];
   const run = async (m: JsMsg) => {
-    while (inFlight.size >= concurrency) await Promise.race(inFlight);
+    while (inFlight.size >= concurrency) await new Promise<void>((resolve) => placeFreed.push(resolve));
     const p = handle(m)
       .catch((err: unknown) => {
         logger.warn({ err, stream, durable }, 'work item failed; redelivering');
         m.nak(1000);
       })
-      .finally(() => inFlight.delete(p));
+      .finally(() => {
+        inFlight.delete(p);
+        placeFreed.shift()?.();
+      });
     inFlight.add(p);
   };
 
@@ -75,7 +87,7 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
 
   const attach = async (): Promise<ConsumerMessages> => {
     const consumer = await js.consumers.get(stream, durable);
-    const messages = await consumer.consume({ max_messages: concurrency, abort_on_missing_resource: true });
+    const messages = await consumer.consume({ max_messages: opts.pullBatch ?? concurrency, abort_on_missing_resource: true });
     void (async () => {
       for await (const s of messages.status()) {
         if (GONE.has(s.type)) restart(`the consumer is gone (${s.type})`);
@@ -161,7 +173,7 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
  * never claimed, so it goes straight back to the queue for another process, and this returns
  * undefined.
  */
-export async function runInSlotOrRequeue<T>(slots: Slots, m: JsMsg, fn: () => Promise<T>): Promise<T | undefined> {
+export async function runInSlotOrRequeue<T>(slots: Pick<Slots, 'run'>, m: JsMsg, fn: () => Promise<T>): Promise<T | undefined> {
   try {
     return await slots.run(fn);
   } catch (err) {

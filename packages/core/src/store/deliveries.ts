@@ -5,6 +5,7 @@ import { newId } from '../ids.ts';
 import { serialiseCallback } from '../schemas/callback-payload.ts';
 import type { Channel } from '../schemas/channel.ts';
 import type { CallbackPayload } from '../schemas/delivery.ts';
+import type { SendWakeup } from '../nats/wakeups.ts';
 import { formatTimestamp } from '../timestamps.ts';
 
 /** What a worker holds after claiming a delivery for one attempt. */
@@ -342,8 +343,8 @@ export class DeliveryStore {
    * row again before the worker has had a chance; their due time stays as it was, because the
    * backlog's age (oldestDue) is read from it.
    */
-  async takeOverdue(graceMs: number, limit: number): Promise<{ id: string; channel: Channel }[]> {
-    const { rows } = await this.db.query<{ id: string; channel: Channel }>(
+  async takeOverdue(graceMs: number, limit: number): Promise<SendWakeup[]> {
+    const { rows } = await this.db.query<SendWakeup>(
       `UPDATE deliveries SET swept_at = now()
         WHERE id IN (
           SELECT id FROM deliveries
@@ -351,7 +352,7 @@ export class DeliveryStore {
              AND (lease_until IS NULL OR lease_until < now())
              AND (swept_at IS NULL OR swept_at < now() - $1 * interval '1 millisecond')
            ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-        RETURNING id, channel`,
+        RETURNING id, channel, client_id AS "clientId", tenant, event_type AS "eventType"`,
       [graceMs, limit],
     );
     return rows;

@@ -23,6 +23,7 @@
  *   const baseUrl = await fake.start();            // http://127.0.0.1:<port>
  *   ... plugin config { baseUrl, accountSid: fake.accountSid, authToken: fake.authToken, ... }
  *   fake.knobs.rateLimit = { retryAfter: '3' };   // every send answers 429 until cleared
+ *   fake.knobs.maxPerSecond = 50;                 // sends over 50 in any second answer 429
  *   await fake.sendStatus(sid, 'delivered');       // signed POST to the message's StatusCallback
  *   await fake.stop();
  */
@@ -71,6 +72,11 @@ export interface FakeTwilioKnobs {
   serverError: 500 | 503 | null;
   /** Every request is received and recorded but never answered (until stop()). */
   hang: boolean;
+  /**
+   * Messages accepted in any one second (a sliding window): more answer 429 / 20429 with
+   * Retry-After: 1, as an account or sender over its rate would get. Counted in `refusedForRate`.
+   */
+  maxPerSecond: number | null;
 }
 
 export interface FakeTwilioOptions {
@@ -122,7 +128,11 @@ export class FakeTwilio {
   readonly received: ReceivedRequest[] = [];
   /** The messages created, by SID. */
   readonly messages = new Map<string, FakeMessage>();
-  readonly knobs: FakeTwilioKnobs = { rateLimit: null, serverError: null, hang: false };
+  readonly knobs: FakeTwilioKnobs = { rateLimit: null, serverError: null, hang: false, maxPerSecond: null };
+  /** Messages refused by the maxPerSecond knob. */
+  refusedForRate = 0;
+  /** When the messages of the last second were accepted, for maxPerSecond. */
+  readonly #acceptedAt: number[] = [];
   /** What GET Accounts/{sid}.json reports; Twilio keeps authenticating suspended accounts. */
   accountStatus: 'active' | 'suspended' | 'closed' = 'active';
   readonly #outcomes = new Map<string, FakeError>();
@@ -308,6 +318,15 @@ export class FakeTwilio {
     if ((form.Body ?? '').length > 1600) return fail({ status: 400, code: 21617, message: 'The concatenated message body exceeds the 1600 character limit.' });
     const outcome = this.#outcomes.get(to) ?? byNumber(to, from);
     if (outcome) return fail(outcome);
+    if (this.knobs.maxPerSecond !== null) {
+      const now = performance.now();
+      while (this.#acceptedAt.length > 0 && this.#acceptedAt[0]! <= now - 1000) this.#acceptedAt.shift();
+      if (this.#acceptedAt.length >= this.knobs.maxPerSecond) {
+        this.refusedForRate++;
+        return fail({ status: 429, code: 20429, message: 'Too Many Requests', retryAfter: '1' });
+      }
+      this.#acceptedAt.push(now);
+    }
 
     const now = new Date();
     const msg: FakeMessage = {

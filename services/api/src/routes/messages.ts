@@ -160,7 +160,7 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
       });
       if (result.outcome === 'created') {
         // After the commit: the 202 must not wait for JetStream, and a lost wake-up is re-sent by the sweeper.
-        wakeSenders(rt.nc, deliveries, rt.logger);
+        wakeSenders(rt.nc, deliveries.map((d) => ({ ...d, clientId: client.id, tenant: handoff.tenant, eventType: handoff.event_type })), rt.logger);
         wakeFeed(rt.nc);
         for (const d of deliveries) deliveriesAccepted.inc({ channel: d.channel });
       } else {

@@ -86,7 +86,7 @@ export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): P
       deliveries,
       quota: (ch) => client?.dailyQuota[ch] ?? rt.config.dailyQuota,
     });
-    if (r.outcome === 'created') wakeSenders(rt.nc, deliveries, rt.logger);
+    if (r.outcome === 'created') wakeSenders(rt.nc, deliveries.map((d) => ({ ...d, clientId, tenant: handoff.tenant, eventType: handoff.event_type })), rt.logger);
   } catch (e) {
     // Sent before (the key was used with other numbers): once per firing is what we want.
     if (isHttpError(e) && e.code === 'ENS_ERR_IDEMPOTENCY_KEY_REUSED') return;

@@ -1,6 +1,7 @@
 import { CHANNELS } from '@ens/core';
 import { providerUp, type Db } from '@ens/core/internal';
 import { loadBacklog, type Backlog } from './backlog.ts';
+import { loadProviderPaces, loadWaitingFlows, type ProviderPaceRow, type WaitingFlow } from './fair-delivery.ts';
 
 export const STATUSES = ['pending', 'sent', 'failed'] as const;
 export type StatusCounts = Record<(typeof STATUSES)[number], number>;
@@ -48,6 +49,9 @@ export interface Summary {
   callbacks: { backlog: number; dead_letters: number };
   /** Age of the oldest work nobody has taken, per channel (the dashboard's Backlog panel). */
   backlog_age: Backlog;
+  /** The largest backlogs by client, tenant and channel, with the operator's weights. */
+  waiting_flows: WaitingFlow[];
+  provider_paces: ProviderPaceRow[];
   providers: ProviderHealth[];
   provider_window_minutes: number;
   alerts_firing: FiringAlert[];
@@ -112,7 +116,7 @@ async function providerGauge(): Promise<Map<string, boolean>> {
 }
 
 export async function loadSummary(db: Db): Promise<Summary> {
-  const [d, backlog, dead, providers, firing, gauge, backlogAge] = await Promise.all([
+  const [d, backlog, dead, providers, firing, gauge, backlogAge, waitingFlows, paces] = await Promise.all([
     db.query(DELIVERIES_SQL),
     db.query<{ n: number }>(`SELECT count(*)::int AS n FROM callbacks WHERE status = 'pending'`),
     db.query<{ n: number }>(`SELECT count(*)::int AS n FROM callbacks WHERE status = 'dead'`),
@@ -120,6 +124,8 @@ export async function loadSummary(db: Db): Promise<Summary> {
     db.query<FiringAlert>(FIRING_SQL),
     providerGauge(),
     loadBacklog(db),
+    loadWaitingFlows(db),
+    loadProviderPaces(db, PROVIDER_WINDOW_MINUTES),
   ]);
   const lastHour = emptyByChannel();
   const lastDay = emptyByChannel();
@@ -156,6 +162,8 @@ export async function loadSummary(db: Db): Promise<Summary> {
     failure_rates: { by_event_type: byEvent.slice(0, TOP), by_tenant: byTenant.slice(0, TOP) },
     callbacks: { backlog: backlog.rows[0]!.n, dead_letters: dead.rows[0]!.n },
     backlog_age: backlogAge,
+    waiting_flows: waitingFlows,
+    provider_paces: paces,
     providers: health,
     provider_window_minutes: PROVIDER_WINDOW_MINUTES,
     alerts_firing: firing.rows,

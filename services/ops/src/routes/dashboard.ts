@@ -3,6 +3,7 @@ import { CHANNELS } from '@ens/core';
 import { loadSummary, STATUSES, type ByChannel, type FiringAlert, type Summary } from '../queries/summary.ts';
 import { pageContext, sendPage, type ConsoleDeps } from '../request-context.ts';
 import { backlogPanel, backlogWarning } from '../views/backlog-panel.ts';
+import { fairDeliveryPanel } from '../views/fair-delivery-panel.ts';
 import { channelChart, percent, query, time } from '../views/components.ts';
 import { html, type Html } from '../views/html.ts';
 import { consolePage } from '../views/layout.ts';
@@ -44,6 +45,8 @@ ${firingTable(s.alerts_firing)}
 </section>
 
 ${backlogPanel(s.backlog_age)}
+
+${fairDeliveryPanel(s.waiting_flows, s.provider_paces, s.provider_window_minutes)}
 
 <section id="deliveries" aria-labelledby="deliveries-h" class="grid-2">
 <h2 id="deliveries-h" class="span-2">Deliveries by channel and status</h2>
