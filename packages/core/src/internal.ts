@@ -13,10 +13,9 @@ export {
 } from './nats/topology.ts';
 export { wakeSenders, wakeCallbacks, wakeFeed, parseSendWakeup, type SendWakeup } from './nats/wakeups.ts';
 export { FairQueue, type Flow, type FlowWeights } from './scheduling/fair-queue.ts';
-export { FairSlots } from './scheduling/fair-slots.ts';
+export { FairSlots, type SlotWork } from './scheduling/fair-slots.ts';
 export { SchedulingPolicy } from './store/scheduling.ts';
 export { ProviderPacer, type Pace } from './scheduling/provider-pacer.ts';
-export { WaitingMessages } from './nats/waiting-messages.ts';
 export { consumeWorkQueue, runInSlotOrRequeue, type WorkQueueConsumer, type WorkQueueOptions } from './nats/work-queue.ts';
 export { registerLoop, downLoops, allLoops, consumerUp, type LoopHealth, type LoopState } from './nats/loop-health.ts';
 

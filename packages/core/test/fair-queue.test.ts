@@ -1,5 +1,5 @@
 import t from 'tap';
-import { FairQueue, FairSlots, parseSendWakeup, SlotsClosedError, type Flow } from '@ens/core/internal';
+import { FairQueue, FairSlots, parseSendWakeup, type Flow } from '@ens/core/internal';
 
 const flow = (client: string, tenant = 't', priority = false): Flow => ({ client, tenant, priority });
 
@@ -81,29 +81,40 @@ t.test('items() and backlog() see every waiting item', async (t) => {
   t.same(q.backlog(), [], 'nothing is kept for flows that emptied');
 });
 
-t.test('FairSlots: freed slots go to waiters in fair order; close rejects the waiters', async (t) => {
-  const slots = new FairSlots(1);
+t.test('FairSlots: freed slots go to waiting items in fair order; close cancels the waiting ones', async (t) => {
   const order: string[] = [];
-  let release!: () => void;
-  const holder = slots.run(flow('A'), () => new Promise<void>((r) => (release = r)));
-  const waiters = [
-    ...[0, 1, 2].map((i) => slots.run(flow('A'), async () => void order.push(`a${i}`))),
-    slots.run(flow('B'), async () => void order.push('b0')),
-  ];
+  const cancelled: string[] = [];
+  const releases = new Map<string, () => void>();
+  const slots = new FairSlots<string>(1, {
+    start: (item) =>
+      new Promise<void>((resolve) => {
+        order.push(item);
+        releases.set(item, resolve);
+      }),
+    cancel: (item) => void cancelled.push(item),
+  });
+  const tick = () => new Promise((r) => setImmediate(r));
+  slots.submit(flow('A'), 'hold');
+  for (const i of [0, 1, 2]) slots.submit(flow('A'), `a${i}`);
+  slots.submit(flow('B'), 'b0');
+  await tick();
+  t.same(order, ['hold'], 'one slot: one item under way');
   t.equal(slots.waiting, 4);
-  release();
-  await holder;
-  await Promise.all(waiters);
-  t.same(order, ['a0', 'b0', 'a1', 'a2'], 'B is served after one of A, not after all of A');
-
-  let hold!: () => void;
-  const busy = slots.run(flow('A'), () => new Promise<void>((r) => (hold = r)));
-  const late = slots.run(flow('B'), async () => 'ran');
+  for (const next of ['hold', 'a0', 'b0', 'a1']) {
+    releases.get(next)!();
+    await tick();
+    await tick();
+  }
+  t.same(order, ['hold', 'a0', 'b0', 'a1', 'a2'], 'B goes after one of A, not after all of A');
+  slots.submit(flow('C'), 'c0');
+  slots.submit(flow('C'), 'c1');
   slots.close();
-  await t.rejects(late, SlotsClosedError, 'a waiter is rejected at close');
-  await t.rejects(slots.run(flow('C'), async () => 1), SlotsClosedError, 'and so is a later caller');
-  hold();
-  await busy;
+  t.same(cancelled, ['c0', 'c1'], 'waiting items are cancelled at close');
+  slots.submit(flow('D'), 'late');
+  t.same(cancelled, ['c0', 'c1', 'late'], 'and so are later ones');
+  releases.get('a2')!();
+  await tick();
+  t.same(order, ['hold', 'a0', 'b0', 'a1', 'a2'], 'nothing starts after close');
 });
 
 t.test('a send wake-up carries its flow; a bare delivery id still reads', async (t) => {

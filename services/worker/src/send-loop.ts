@@ -2,8 +2,8 @@ import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
 import { nextRetryDelay, type Channel, type Runtime } from '@ens/core';
 import {
-  attemptsTotal, parseSendWakeup, runInSlotOrRequeue, wakeCallbacks, wakeFeed, type AttemptResult, type ClaimedDelivery, type ClaimMiss, type FairSlots, type Flow,
-  type ProviderPacer, type SchedulingPolicy, type WaitingMessages,
+  ACK_WAIT_MS, attemptsTotal, FairSlots, parseSendWakeup, wakeCallbacks, wakeFeed, type AttemptResult, type ClaimedDelivery, type ClaimMiss, type Flow, type ProviderPacer,
+  type SchedulingPolicy,
 } from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
 import { sendToDevices } from './push-fanout.ts';
@@ -45,29 +45,49 @@ function outbound(d: ClaimedDelivery): OutboundMessage {
   };
 }
 
-/** How the send loop of one channel shares its slots: fairly across flows, with held wake-ups kept alive. */
+/** What a channel's send loop needs to share its slots: the operator's policy and the pacer. */
 export interface SendScheduling {
-  slots: FairSlots;
   policy: SchedulingPolicy;
-  waiting: WaitingMessages;
   pacer: ProviderPacer;
+  /** Send slots of this channel in this process (ENS_WORKER_CONCURRENCY). */
+  slots: number;
+}
+
+/** A wake-up the loop holds: waiting for a slot, then being sent, then recorded. */
+interface Held {
+  m: JsMsg;
+  id: string;
+  /** When it was taken in, or last marked in progress. */
+  since: number;
+  /** Ends the message's turn in the consume loop (it has been acked or nak'ed). */
+  done: () => void;
+}
+
+export interface SendLoop {
+  handle: (m: JsMsg) => Promise<void>;
+  slots: FairSlots<Held>;
+  /** Stops taking new sends; held wake-ups go back to the queue. */
+  close(): void;
 }
 
 /**
- * Handles one wake-up from a channel's work queue. The message names a delivery and its flow; the
- * delivery's row decides what happens, so duplicate or stale wake-ups are harmless.
+ * The send loop of one channel. Each wake-up names a delivery and its flow; the delivery's row
+ * decides what happens, so duplicate or stale wake-ups are harmless.
  *
- * `slots` bounds the provider sends in flight. A wake-up waits for a slot in its flow (client,
+ * The slots bound the provider sends in flight. A wake-up waits for a slot in its flow (client,
  * tenant, or the client's priority lane), and a freed slot goes to the next flow in fair order, so
  * a client with one message does not wait behind another's backlog held by this loop. A
  * redelivered wake-up (a retry that was due, or one a stopped worker gave back) waits at the front
- * of its flow. A slot is taken before the claim, so an attempt's lease only starts once its send
- * can begin (the send timeout is a share of the lease), and it is given back as soon as the
- * provider has answered: recording the outcome does not hold one. A paced provider's send time is
- * reserved before the claim too, so that waiting for the pace never eats into a lease; the claim
- * is made in the last few milliseconds before it, and the send then waits for its exact time.
+ * of its flow. Held wake-ups are marked in progress before their ack deadline, so that one waiting
+ * behind a slow or paced provider is not delivered a second time.
+ *
+ * A slot is taken before the claim, so an attempt's lease only starts once its send can begin (the
+ * send timeout is a share of the lease), and it is given back as soon as the provider has
+ * answered: recording the outcome does not hold one. A paced provider's send time is reserved
+ * before the claim too, so that waiting for the pace never eats into a lease; the claim is made in
+ * the last moments before it, and the send then waits for its exact time.
  */
-export function sendHandler(rt: Runtime, channel: Channel, chain: ProviderChain, scheduling: SendScheduling) {
+export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, scheduling: SendScheduling): SendLoop {
   const decideFor = (claim: ClaimedDelivery) => (err: unknown, provider: string) => decide(err, claim.attempt, rt.config.retryBackoffMs, provider);
   const sendOne = async (claim: ClaimedDelivery): Promise<AttemptResult> => {
     try {
@@ -79,41 +99,90 @@ export function sendHandler(rt: Runtime, channel: Channel, chain: ProviderChain,
     }
   };
   const toDevices = channel === 'push' && chain.sendsToDevices;
-  const { slots, policy, waiting, pacer } = scheduling;
-  return async (m: JsMsg): Promise<void> => {
-    const wakeup = parseSendWakeup(m.string());
-    const id = wakeup.id;
-    const flow: Flow = { client: wakeup.clientId, tenant: wakeup.tenant, priority: policy.isPriority(wakeup.clientId, wakeup.eventType) };
-    const started = waiting.hold(m);
-    const inFlow = { run: <T>(fn: () => Promise<T>) => slots.run(flow, fn, m.info.deliveryCount > 1).finally(started) };
-    const attempt = await runInSlotOrRequeue(inFlow, m, async (): Promise<ClaimMiss | { claim: ClaimedDelivery; result: AttemptResult }> => {
-        started();
-        const sendAt = await pacer.take(chain.primary);
-        const claim = await rt.deliveries.claim(id, chain.primary, rt.config.leaseMs);
-        if ('reason' in claim) return claim;
-        await pacer.sendAt(chain.primary, sendAt);
-        const result = toDevices ? await sendToDevices(rt, chain, claim, outbound(claim), decideFor(claim)) : await sendOne(claim);
-        return { claim, result };
-      });
-    if (attempt === undefined) return;
-    if ('reason' in attempt) {
-      if (attempt.reason === 'not_due') m.nak(attempt.dueInMs);
-      else m.ack();
-      return;
-    }
-    const { claim, result } = attempt;
+  const { policy, pacer } = scheduling;
+
+  const failed = (h: Held, err: unknown) => {
+    rt.logger.warn({ err, channel }, 'send failed; redelivering');
+    h.m.nak(1000);
+    h.done();
+  };
+
+  // After the slot is given back: the versioned outcome, then ack, or nak for a retry.
+  const record = async (h: Held, claim: ClaimedDelivery, result: AttemptResult) => {
     // The provider asked for a pause: a paced provider gets it from every worker, not just this send.
     if (result.outcome === 'retry' && result.kind === 'rate_limited') pacer.slowDown(result.provider, result.delayMs);
     attemptsTotal.inc({ channel, provider: result.provider, outcome: result.outcome === 'sent' ? 'sent' : result.kind });
-    // If recording fails (PostgreSQL down), the throw naks the message; the lease then runs out and
+    // If recording fails (PostgreSQL down), the message is nak'ed; the lease then runs out and
     // the attempt is retried and the unrecorded one marked lost.
     const t = await rt.deliveries.finish(claim, result);
     wakeFeed(rt.nc);
     if (t?.status === 'pending' && result.outcome === 'retry') {
-      m.nak(result.delayMs);
-      return;
+      h.m.nak(result.delayMs);
+    } else {
+      h.m.ack();
+      if (t?.callbackId) wakeCallbacks(rt.nc, [t.callbackId], rt.logger);
     }
-    m.ack();
-    if (t?.callbackId) wakeCallbacks(rt.nc, [t.callbackId], rt.logger);
+    h.done();
+  };
+
+  const slots = new FairSlots<Held>(
+    scheduling.slots,
+    {
+      async start(h) {
+        let claim: ClaimedDelivery;
+        let result: AttemptResult;
+        try {
+          const sendAt = await pacer.take(chain.primary);
+          const c = await rt.deliveries.claim(h.id, chain.primary, rt.config.leaseMs);
+          if ('reason' in c) {
+            missed(h, c);
+            return;
+          }
+          claim = c;
+          await pacer.sendAt(chain.primary, sendAt);
+          result = toDevices ? await sendToDevices(rt, chain, claim, outbound(claim), decideFor(claim)) : await sendOne(claim);
+        } catch (err) {
+          failed(h, err);
+          return;
+        }
+        void record(h, claim, result).catch((err: unknown) => failed(h, err));
+      },
+      cancel(h) {
+        // Stopping: never claimed, so it goes straight back to the queue for another process.
+        h.m.nak();
+        h.done();
+      },
+    },
+    policy.weights,
+  );
+
+  const missed = (h: Held, miss: ClaimMiss) => {
+    if (miss.reason === 'not_due') h.m.nak(miss.dueInMs);
+    else h.m.ack();
+    h.done();
+  };
+
+  const keepAlive = setInterval(() => {
+    const due = Date.now() - ACK_WAIT_MS / 2;
+    for (const h of slots.items()) {
+      if (h.since > due) continue;
+      h.m.working();
+      h.since = Date.now();
+    }
+  }, ACK_WAIT_MS / 4);
+  keepAlive.unref();
+
+  return {
+    slots,
+    handle: (m) =>
+      new Promise<void>((done) => {
+        const w = parseSendWakeup(m.string());
+        const flow: Flow = { client: w.clientId, tenant: w.tenant, priority: policy.isPriority(w.clientId, w.eventType) };
+        slots.submit(flow, { m, id: w.id, since: Date.now(), done }, m.info.deliveryCount > 1);
+      }),
+    close() {
+      clearInterval(keepAlive);
+      slots.close();
+    },
   };
 }

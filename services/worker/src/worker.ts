@@ -1,12 +1,12 @@
 import { CHANNELS, checkOutboundUrl, guardedFetch, type Channel, type Runtime } from '@ens/core';
 import {
-  collectUnusedMedia, consumeWorkQueue, FairSlots, ProviderPacer, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SchedulingPolicy, SEND_STREAM, sendConsumer,
-  sendWaiting, startSweeper, WaitingMessages, wakeCallbacks, wakeFeed, type Pace,
+  collectUnusedMedia, consumeWorkQueue, ProviderPacer, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SchedulingPolicy, SEND_STREAM, sendConsumer, sendWaiting,
+  startSweeper, wakeCallbacks, wakeFeed, type Pace,
 } from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
 import { checkProviderConfig, closeProviders, loadProviders, type LoadedProviders } from './provider-loader.ts';
-import { sendHandler, sendTimeoutMs } from './send-loop.ts';
+import { sendLoop, sendTimeoutMs, type SendLoop } from './send-loop.ts';
 
 /**
  * Wake-ups a channel's loop asks the server for at a time, per send slot (ENS_WORKER_CONCURRENCY).
@@ -77,11 +77,11 @@ function providerPaces(rt: Runtime, providers: LoadedProviders): Map<string, Pac
 }
 
 /** ens_send_waiting: the wake-ups each channel's loop holds for a slot, per client. */
-function reportWaiting(slots: readonly FairSlots[]): void {
+function reportWaiting(sends: readonly SendLoop[]): void {
   sendWaiting.reset();
-  for (const [i, s] of slots.entries()) {
+  for (const [i, s] of sends.entries()) {
     const byClient = new Map<string, number>();
-    for (const b of s.backlog()) byClient.set(b.client, (byClient.get(b.client) ?? 0) + b.waiting);
+    for (const b of s.slots.backlog()) byClient.set(b.client, (byClient.get(b.client) ?? 0) + b.waiting);
     for (const [client, n] of byClient) sendWaiting.set({ channel: CHANNELS[i]!, client: client || 'unknown' }, n);
   }
 }
@@ -97,19 +97,17 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
   const chains = new Map(CHANNELS.map((ch) => [ch, new ProviderChain(ch, providers.byChannel.get(ch)!, chainOptions)]));
   const policy = new SchedulingPolicy(rt.db);
   await policy.start(5_000, (err) => rt.logger.warn({ err }, 'reading the scheduling settings failed; keeping the previous ones'));
-  const waiting = new WaitingMessages();
-  const sendSlots = CHANNELS.map(() => new FairSlots(rt.config.workerConcurrency, policy.weights));
   const pacer = new ProviderPacer(rt.db, providerPaces(rt, providers));
-  const gauges = setInterval(() => reportWaiting(sendSlots), 5_000);
+  const sends = CHANNELS.map((ch) => sendLoop(rt, ch, chains.get(ch)!, { policy, pacer, slots: rt.config.workerConcurrency }));
+  const gauges = setInterval(() => reportWaiting(sends), 5_000);
   gauges.unref();
   const loops = await Promise.all(
-    CHANNELS.map((ch, i) => {
-      const handler = sendHandler(rt, ch, chains.get(ch)!, { slots: sendSlots[i]!, policy, waiting, pacer });
-      return consumeWorkQueue({
+    CHANNELS.map((ch, i) =>
+      consumeWorkQueue({
         js: rt.js, stream: SEND_STREAM, durable: sendConsumer(ch), concurrency: rt.config.sendWindow, pullBatch: rt.config.workerConcurrency * PULL_PER_SEND_SLOT,
-        handle: handler, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
-      });
-    }),
+        handle: sends[i]!.handle, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
+      }),
+    ),
   );
 
   const sweeper = startSweeper([requeueOverdueDeliveries(rt, rt.config.sweepGraceMs), purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs), collectUnusedMedia(rt, rt.config.mediaGraceMs)], rt.logger);
@@ -121,10 +119,9 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
       sweeper.stop();
       clearInterval(gauges);
       // Sends under way finish; held wake-ups that have not started go back to the queue.
-      for (const s of sendSlots) s.close();
+      for (const s of sends) s.close();
       pacer.close();
       await Promise.all(loops.map((l) => l.stop(10_000)));
-      waiting.close();
       policy.stop();
       for (const c of chains.values()) c.close();
       await closeProviders(providers);
