@@ -9,7 +9,7 @@ import { startFakePushService } from '@ens/plugin-webpush/testing';
 import { FakeGraph, FAKE_DEFAULTS } from '@ens/plugin-whatsapp/testing';
 import { verifyEnsSignature } from '@ens/service-callbacks';
 import { startReceiver } from '../harness/receiver.ts';
-import { startS3Server } from '../harness/s3-server.ts';
+import { startS3Server, useS3Credentials } from '../harness/s3-server.ts';
 import { startTestService, uniqueKey, waitFor } from '../harness/service.ts';
 
 /**
@@ -53,15 +53,7 @@ t.test('one handoff, four channels, real provider plugins', async (t) => {
   const s3 = await startS3Server(t, { bucket: 'ens-inline-images' });
 
   // The S3 store takes its credentials from the AWS SDK's default chain, as in production.
-  const savedAws = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
-  process.env.AWS_ACCESS_KEY_ID = s3.credentials.accessKeyId;
-  process.env.AWS_SECRET_ACCESS_KEY = s3.credentials.secretAccessKey;
-  t.teardown(() => {
-    for (const [k, v] of [['AWS_ACCESS_KEY_ID', savedAws.id], ['AWS_SECRET_ACCESS_KEY', savedAws.secret]] as const) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  });
+  useS3Credentials(t, s3);
 
   const port = await freePort();
   const ensUrl = `http://127.0.0.1:${port}`;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { collectIfUnused, collectUnusedMedia, recordMediaPuts } from '@ens/core/internal';
 import { mediaKey } from '@ens/core';
-import { startS3Server } from '../harness/s3-server.ts';
+import { startS3Server, useS3Credentials } from '../harness/s3-server.ts';
 import { startTestService, uniqueKey } from '../harness/service.ts';
 
 /**
@@ -77,15 +77,7 @@ t.test('directory store', (t) => collection(t, {}));
 
 t.test('S3 store', async (t) => {
   const s3 = await startS3Server(t, { bucket: 'ens-media-gc' });
-  const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
-  process.env.AWS_ACCESS_KEY_ID = s3.credentials.accessKeyId;
-  process.env.AWS_SECRET_ACCESS_KEY = s3.credentials.secretAccessKey;
-  t.teardown(() => {
-    for (const [k, v] of [['AWS_ACCESS_KEY_ID', saved.id], ['AWS_SECRET_ACCESS_KEY', saved.secret]] as const) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  });
+  useS3Credentials(t, s3);
   await collection(t, { ENS_MEDIA_STORE: 's3', ENS_S3_BUCKET: s3.bucket, ENS_S3_ENDPOINT: s3.endpoint, ENS_S3_FORCE_PATH_STYLE: 'true', ENS_S3_PREFIX: 'ens/media' });
   t.ok(s3.requests.some((r) => r.method === 'DELETE' && r.status === 204), 'objects were removed with DeleteObject');
 });
