@@ -48,6 +48,17 @@ t.test('operations endpoints', async (t) => {
     t.equal(ui.status, 200, 'the documentation page is served');
   });
 
+  t.test('GET / is a small page that points to /docs and /ops/', async (t) => {
+    const r = await svc.request('GET', '/');
+    t.equal(r.status, 200);
+    t.match(r.headers.get('content-type'), /^text\/html/);
+    t.match(r.text, /<a href="\/docs">\/docs<\/a>/);
+    t.match(r.text, /<a href="\/ops\/">\/ops\/<\/a>/);
+    t.match(r.headers.get('content-security-policy'), /default-src 'none'/, 'with the same strictness as /docs and /ops/');
+    t.equal(r.headers.get('x-frame-options'), 'DENY');
+    t.equal(r.headers.get('x-content-type-options'), 'nosniff');
+  });
+
   t.test('every response carries an x-request-id', async (t) => {
     const ids = new Set<string>();
     for (const [method, path] of [['GET', '/healthz'], ['GET', '/v2/tenants'], ['GET', '/nowhere'], ['POST', '/v1/oauth2/token/']] as const) {

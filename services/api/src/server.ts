@@ -15,6 +15,7 @@ import { ClientRateLimits, TokenRateLimits } from './limits/rate-limits.ts';
 import { deliveriesRoute } from './routes/deliveries.ts';
 import { deviceRoutes } from './routes/devices.ts';
 import { healthRoutes } from './routes/health.ts';
+import { homeRoute } from './routes/home.ts';
 import { messagesRoute } from './routes/messages.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { typeboxValidator } from './validation.ts';
@@ -102,6 +103,7 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
 
   await tokenRoute(app, { clients: rt.clients, tokens, limits: new TokenRateLimits(rt.config.tokenRateLimit) });
   healthRoutes(app, rt);
+  homeRoute(app);
 
   const authenticate = clientAuthenticator(tokens, directory);
   const rateLimits = new ClientRateLimits();
