@@ -1,0 +1,69 @@
+import { execFile, spawn } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import t from 'tap';
+import { freePort } from '@ens/local-engines';
+import { postgresTemplate } from '../harness/postgres-template.ts';
+import { scratchRoot } from '../harness/scratch-root.ts';
+
+const execFileAsync = promisify(execFile);
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/**
+ * `npm start` stopped by a signal to npm's own process (what a process manager or `kill` does)
+ * stops ENS and the engines it started. It used to leave `ens serve`, PostgreSQL and nats-server
+ * running: npm signalled the shell of the script, and the shell did not pass it on.
+ */
+
+/** Processes whose command line names `needle`, this test's data directory. */
+async function processesWith(needle: string): Promise<string[]> {
+  const r = await execFileAsync('pgrep', ['-af', needle]).catch(() => ({ stdout: '' }));
+  return r.stdout.split('\n').filter((l) => l.trim() && !l.includes('pgrep'));
+}
+
+t.test('SIGTERM to npm start stops ENS and its engines', async (t) => {
+  const dir = await mkdtemp(join(await scratchRoot(), 'ens-npm-start-'));
+  // When we are root PostgreSQL runs as the postgres user, which must be able to reach its data dir.
+  await chmod(dir, 0o755);
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const dataDir = join(dir, 'data');
+  await mkdir(dataDir);
+  // A copy of the test template instead of initdb: the start is what is tested, not initdb.
+  await execFileAsync('cp', ['-a', await postgresTemplate(), join(dataDir, 'postgres')]);
+  const port = await freePort();
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir, ENS_DATA_DIR: dataDir, PORT: String(port), ENS_LOG_LEVEL: 'warn' };
+  const npm = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  npm.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  npm.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number | null>((r) => npm.once('exit', (code) => r(code)));
+  t.teardown(async () => {
+    for (const line of await processesWith(dataDir)) process.kill(Number(line.split(' ')[0]), 'SIGKILL');
+  });
+
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
+    if (ready) break;
+    if (Date.now() > deadline) throw new Error(`npm start did not get ready:\n${output}`);
+    await sleep(250);
+  }
+  const running = await processesWith(dataDir);
+  t.ok(running.some((l) => l.includes('postgres')), 'PostgreSQL runs under the data directory');
+  t.ok(running.some((l) => l.includes('nats-server')), 'and nats-server');
+
+  npm.kill('SIGTERM');
+  const timeout = new Promise<boolean>((r) => setTimeout(() => r(false), 30_000).unref());
+  t.ok(await Promise.race([exited.then(() => true), timeout]), 'npm exits');
+  const gone = Date.now() + 20_000;
+  let left = await processesWith(dataDir);
+  while (left.length > 0 && Date.now() < gone) {
+    await sleep(250);
+    left = await processesWith(dataDir);
+  }
+  t.same(left, [], 'no process of this ENS is left: not ens serve, not PostgreSQL, not nats-server');
+  t.notOk(await fetch(`http://127.0.0.1:${port}/healthz`).then(() => true, () => false), 'nothing answers on its port');
+});
