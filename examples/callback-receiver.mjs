@@ -2,16 +2,30 @@
 // A callback receiver that does what the spec asks of one: compute the HMAC over the raw body,
 // compare in constant time, and reject a missing or wrong signature before parsing anything.
 //
+//   node examples/callback-receiver.mjs [port] [client-file]
 //   CALLBACK_SECRET=whsec_... node examples/callback-receiver.mjs [port]
+// client-file is what `npx ens clients create --callback-secret` printed, saved to a file.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
-const secret = process.env.CALLBACK_SECRET;
-if (!secret) {
-  console.error('set CALLBACK_SECRET to the callback_secret printed by `npx ens clients create --callback-secret`');
+const port = Number(process.argv[2] ?? 9000);
+const clientFile = process.argv[3];
+let secret = process.env.CALLBACK_SECRET;
+if (clientFile) {
+  try {
+    secret = JSON.parse(readFileSync(clientFile, 'utf8')).callback_secret;
+  } catch (e) {
+    console.error(`${clientFile}: not the JSON that \`npx ens clients create\` prints (${e.message})`);
+    process.exit(2);
+  }
+}
+if (typeof secret !== 'string' || !secret) {
+  console.error(clientFile
+    ? `${clientFile} has no callback_secret: create the client with --callback-secret`
+    : 'give the client file (what `npx ens clients create --callback-secret` printed) or set CALLBACK_SECRET');
   process.exit(2);
 }
-const port = Number(process.argv[2] ?? 9000);
 
 createServer((req, res) => {
   const chunks = [];

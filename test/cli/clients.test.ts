@@ -1,5 +1,8 @@
 import t from 'tap';
 import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startTestService, smsHandoff, waitFor } from '../harness/service.ts';
 import { startReceiver } from '../harness/receiver.ts';
 import { runEns } from '../harness/ens-process.ts';
@@ -180,6 +183,38 @@ t.test('schedule: a client\'s weight, priority event types and tenant weights ar
   }
   t.match(await ens(['clients', 'schedule', c.clientId]), { weight: 3, priority_event_types: ['otp.*', 'auth.code'] }, 'a refusal changes nothing');
   t.match(await ens(['clients', 'schedule', c.clientId, '--weight', 'default', '--priority-events', 'none']), { weight: 1, priority_event_types: [] }, 'back to the defaults');
+});
+
+t.test('token: prints a working token, or nothing and a reason with a non-zero exit', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ens-token-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'client.json');
+  const c = await svc.createClient();
+  await writeFile(file, JSON.stringify({ client_id: c.clientId, client_secret: c.clientSecret }));
+  const ok = await runBuilt(['token', '--client-file', file, '--url', svc.baseUrl], svc.env);
+  t.equal(ok.code, 0, ok.stderr);
+  const token = ok.stdout.trim();
+  t.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/, 'stdout is the token alone');
+  t.equal((await get('/v2/tenants', token)).status, 200, 'and it works');
+
+  await writeFile(file, JSON.stringify({ client_id: c.clientId, client_secret: 'wrong' }));
+  const refused = await runBuilt(['token', '--client-file', file, '--url', svc.baseUrl], svc.env);
+  t.equal(refused.code, 1, 'a wrong secret: exit 1');
+  t.equal(refused.stdout, '', 'nothing on stdout, so TOKEN=$(…) is not set to a word');
+  t.match(refused.stderr, /^ens: ENS at http:\/\/127\.0\.0\.1:\d+ refused the token request: /);
+
+  const missing = await runBuilt(['token', '--client-file', join(dir, 'nope.json'), '--url', svc.baseUrl], svc.env);
+  t.equal(missing.code, 2);
+  t.match(missing.stderr, /nope\.json: no such file/);
+  await writeFile(file, '');
+  const empty = await runBuilt(['token', '--client-file', file, '--url', svc.baseUrl], svc.env);
+  t.equal(empty.code, 2, 'an empty file (ens clients create failed) is a usage error');
+  t.match(empty.stderr, /not the JSON that ens clients create prints/);
+  const away = await runBuilt(['token', '--client-file', file.replace('client.json', 'x.json'), '--url', 'http://127.0.0.1:9'], { ...svc.env, CLIENT_ID: c.clientId, CLIENT_SECRET: c.clientSecret });
+  t.equal(away.code, 2, 'the file is checked before anything is sent');
+  const noServer = await runBuilt(['token', '--url', 'http://127.0.0.1:9'], { ...svc.env, CLIENT_ID: c.clientId, CLIENT_SECRET: c.clientSecret });
+  t.equal(noServer.code, 1);
+  t.match(noServer.stderr, /cannot reach ENS at http:\/\/127\.0\.0\.1:9 .*is it running\?/);
 });
 
 t.test('clients list shows every client and its state, without any secret', async (t) => {

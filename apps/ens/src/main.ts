@@ -17,13 +17,14 @@ const HELP = `ens — the ENS operator command
   ens clients limits CLIENT_ID [--rate N|default] [--daily-quota sms=N,email=default,...]
   ens clients schedule CLIENT_ID [--weight N|default] [--priority-events otp.*,...|none]
   ens clients schedule CLIENT_ID --tenant TENANT --weight N|default
+  ens token [--client-file FILE] [--url URL]      print an access token (CLIENT_ID/CLIENT_SECRET without a file)
   ens callbacks dead-letters [--client CLIENT_ID] [--limit N]
   ens callbacks replay CALLBACK_ID... | --client CLIENT_ID
   ens staff grant EMAIL | revoke EMAIL | list     console superusers (/ops/)
 
 Configuration comes from environment variables; see the README.`;
 
-const COMMANDS = new Set(['serve', 'migrate', 'clients', 'callbacks', 'staff']);
+const COMMANDS = new Set(['serve', 'migrate', 'clients', 'token', 'callbacks', 'staff']);
 
 
 async function main(argv: string[]): Promise<void> {
@@ -39,6 +40,8 @@ async function main(argv: string[]): Promise<void> {
       weight: { type: 'string' },
       'priority-events': { type: 'string' },
       tenant: { type: 'string' },
+      'client-file': { type: 'string' },
+      url: { type: 'string' },
       client: { type: 'string' },
       limit: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -80,6 +83,10 @@ async function main(argv: string[]): Promise<void> {
         priorityEvents: values['priority-events'],
         tenant: values.tenant,
       });
+    }
+    case 'token': {
+      const { tokenCommand } = await import('./commands/token.ts');
+      return tokenCommand(config, { clientFile: values['client-file'], url: values.url });
     }
     case 'callbacks': {
       const { callbacksCommand } = await import('./commands/callbacks.ts');
