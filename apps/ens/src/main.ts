@@ -22,7 +22,9 @@ const HELP = `ens — the ENS operator command
   ens callbacks replay CALLBACK_ID... | --client CLIENT_ID
   ens staff grant EMAIL | revoke EMAIL | list     console superusers (/ops/)
 
-Configuration comes from environment variables; see the README.`;
+Without DATABASE_URL, operator commands use the engines of the ens serve running on the same
+ENS_DATA_DIR, and refuse to start their own while a serve runs on another one (--own-engines
+to do it anyway). Configuration comes from environment variables; see the README.`;
 
 const COMMANDS = new Set(['serve', 'migrate', 'clients', 'token', 'callbacks', 'staff']);
 
@@ -42,6 +44,7 @@ async function main(argv: string[]): Promise<void> {
       tenant: { type: 'string' },
       'client-file': { type: 'string' },
       url: { type: 'string' },
+      'own-engines': { type: 'boolean' },
       client: { type: 'string' },
       limit: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -53,6 +56,8 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"; run ens --help`);
+  const { operatorOptions } = await import('./operator-options.ts');
+  operatorOptions.ownEngines = values['own-engines'] === true;
   const { loadConfig } = await import('@ens/core');
   const config = loadConfig();
   switch (command) {

@@ -2,6 +2,7 @@ import pino from 'pino';
 import { CallbackStore, ClientStore, MASTER_KEY_MISMATCH, migrate, type Config } from '@ens/core';
 import { createPool, resolveMasterKey, SecretBox, connectNats, ensureTopology, wakeCallbacks, type Db } from '@ens/core/internal';
 import { resolveEngines } from '../engines.ts';
+import { operatorOptions } from '../operator-options.ts';
 import { UsageError } from '../output.ts';
 
 export interface AdminSession {
@@ -17,7 +18,7 @@ export interface AdminSession {
  * afterwards. Logs go to stderr so stdout carries only the command's JSON.
  */
 export async function withAdminSession<T>(config: Config, fn: (s: AdminSession) => Promise<T>): Promise<T> {
-  const engines = await resolveEngines(config, { needNats: false, start: true });
+  const engines = await resolveEngines(config, { needNats: false, start: true, operatorCommand: operatorOptions });
   const db = createPool(engines.databaseUrl, { max: 2, applicationName: 'ens-cli' });
   const logger = pino({ level: 'warn' }, pino.destination(2));
   try {

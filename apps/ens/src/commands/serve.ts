@@ -1,6 +1,7 @@
 import { ConfigError, createLogger, MASTER_KEY_MISMATCH, migrate, openRuntime, type Config, type Runtime } from '@ens/core';
 import { resolveEngines } from '../engines.ts';
 import { removeEnginesFile, writeEnginesFile } from '../engines-file.ts';
+import { registerServe, unregisterServe } from '../serve-registry.ts';
 import { isOperatorError } from '@ens/plugin-sdk';
 import { isDatabaseUnavailable, isNatsUnavailable } from '@ens/core/internal';
 import { startRoles, type Role } from '../roles.ts';
@@ -29,6 +30,7 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
       await stopRoles();
       await rt?.close().catch(() => {});
       if (engines.owned) await removeEnginesFile(config.dataDir);
+      await unregisterServe(process.pid);
       await engines.stop();
       logger.info('stopped');
       process.exit(0);
@@ -43,6 +45,7 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
     rt = await untilReachable('start', () => openRuntime(config, { databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl! }, logger), wait);
     const open = rt;
     if (engines.owned) await writeEnginesFile(config.dataDir, { pid: process.pid, databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl! });
+    await registerServe({ pid: process.pid, dataDir: config.dataDir, ownEngines: engines.owned });
     const applied = await untilReachable('migrate', () => migrate(open.db), wait);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     if (!(await untilReachable('master key check', () => open.clients.masterKeyOpensStoredSecrets(), wait))) {
