@@ -170,9 +170,9 @@ t.test('schedule: a client\'s weight, priority event types and tenant weights ar
   t.match(await ens(['clients', 'schedule', c.clientId]), { weight: 3, tenant_weights: { retail: 5 } }, 'without options it shows what is set');
 
   const refusals: [string[], number, RegExp][] = [
-    [['--weight', '0'], 2, /--weight takes a whole number from 1 to 100/],
+    [['--weight', '0'], 2, /--weight: a weight is a whole number from 1 to 100 \(or default\); "0" is not one/],
     [['--weight', '101'], 2, /from 1 to 100/],
-    [['--priority-events', 'a b'], 2, /"a b" is not one/],
+    [['--priority-events', 'a b'], 2, /--priority-events: .*"a b" is not one/],
     [['--tenant', 'retail', '--priority-events', 'x'], 2, /priority event types are per client/],
     [['--tenant', 'nope', '--weight', '2'], 1, /has no tenant "nope"/],
   ];
@@ -253,7 +253,8 @@ t.test('mistakes exit non-zero with one line on stderr; help and migrate work', 
   ] as const) {
     t.not(r.code, 0, `${what}: non-zero exit`);
     t.equal(r.stdout, '', `${what}: nothing on stdout`);
-    t.match(r.stderr, /^ens: [^\n]+\n$/, `${what}: one line on stderr (${JSON.stringify(r.stderr)})`);
+    // A command that got as far as its database first says which one it uses (one line), then the error.
+    t.match(r.stderr, /^(ens: using the database at DATABASE_URL [^\n]+\n)?ens: [^\n]+\n$/, `${what}: one line on stderr for the error (${JSON.stringify(r.stderr)})`);
     t.match(r.stderr, pattern, `${what}: the line says what is wrong`);
   }
   t.equal(help.code, 0, 'ens --help exits 0');

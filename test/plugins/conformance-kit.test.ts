@@ -109,5 +109,5 @@ t.test('the kit fails each broken plugin, naming what to fix', async (t) => {
     t.match(bad[0]?.detail, detail, what);
   }
   const shape = failed(await runConformance('kit-probe', { default: { ...plugin().default, sdk: '^2.0.0' } }));
-  t.match(shape[0]?.detail, /sdk range "\^2\.0\.0" does not include this ENS's plugin SDK 1\.1\.0/);
+  t.match(shape[0]?.detail, /sdk range "\^2\.0\.0" does not include this ENS's plugin SDK 1\.2\.0/);
 });

@@ -28,7 +28,7 @@ export { formatTimestamp, isIsoTimestamp } from './timestamps.ts';
 export { newId } from './ids.ts';
 export { nextRetryDelay } from './retry-schedule.ts';
 
-export { SchedulingStore, MAX_SEND_WEIGHT, type ClientSchedule } from './store/scheduling.ts';
+export { SchedulingStore, MAX_SEND_WEIGHT, parseSendWeight, parsePriorityEventTypes, type ClientSchedule, type Parsed } from './store/scheduling.ts';
 export { acceptHandoff, refuseBeforeStoring, type AcceptInput, type AcceptOutcome } from './store/accept.ts';
 export { readFeed } from './store/feed.ts';
 export { ClientStore, type ClientRow, type IssuedClient } from './store/clients.ts';

@@ -21,7 +21,7 @@ const rt = svc.rt;
 const target = await rt.clients.create('target', false);
 
 const PAGES = ['/ops/', '/ops/deliveries', '/ops/clients', `/ops/clients/${target.client_id}`, '/ops/dead-letters', '/ops/alerts', '/ops/audit', '/ops/deliveries/00000000-0000-7000-8000-000000000000', '/ops/no-such-page'];
-const ACTIONS = ['/ops/clients', `/ops/clients/${target.client_id}/rotate-secret`, `/ops/clients/${target.client_id}/callback-secret`, `/ops/clients/${target.client_id}/disable`, `/ops/clients/${target.client_id}/limits`, '/ops/dead-letters/00000000-0000-7000-8000-000000000000/replay', '/ops/dead-letters/replay-all', '/ops/alerts', '/ops/alerts/1/delete'];
+const ACTIONS = ['/ops/clients', `/ops/clients/${target.client_id}/rotate-secret`, `/ops/clients/${target.client_id}/callback-secret`, `/ops/clients/${target.client_id}/disable`, `/ops/clients/${target.client_id}/limits`, `/ops/clients/${target.client_id}/schedule`, `/ops/clients/${target.client_id}/tenants/t1/weight`, '/ops/dead-letters/00000000-0000-7000-8000-000000000000/replay', '/ops/dead-letters/replay-all', '/ops/alerts', '/ops/alerts/1/delete'];
 
 t.test('signed out: pages redirect to sign-in, actions and data are 401', async (t) => {
   const b = new ConsoleBrowser(svc.baseUrl);

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { SchedulingStore } from '@ens/core';
 import { smsHandoff, startTestService, uniqueKey, waitFor } from '../../../test/harness/service.ts';
 import { startReceiver } from '../../../test/harness/receiver.ts';
 import { evaluateAlerts } from '../src/alerts/evaluator.ts';
@@ -215,13 +216,35 @@ t.test('clients: create shows the secrets once; rotate, callback secret, limits,
   t.match(after.text, /<p id="flash" role="status">Limits saved.<\/p>/);
   t.notMatch((await b.get(`/ops/clients/${clientId}`)).text, /id="flash"/, 'a flash shows once');
 
+  await rt.tenants.create(clientId, { tenant: 'retail' });
+  const withTenant = await b.get(`/ops/clients/${clientId}`);
+  t.match(withTenant.text, /<form id="schedule" method="post" action="\/ops\/clients\/[^"]+\/schedule"/, 'the share form');
+  t.match(withTenant.text, /<input name="weight" value="1" size="3" inputmode="numeric" aria-label="Weight of tenant retail">/, 'each tenant with its weight');
+  const badShare = await b.post(`/ops/clients/${clientId}/schedule`, { _csrf: csrfOf(withTenant.text), weight: '500', priority_event_types: 'otp code' });
+  t.equal(badShare.status, 400);
+  t.match(badShare.text, /The share was not saved: fix the marked fields/);
+  t.match(badShare.text, /Enter a weight is a whole number from 1 to 100/);
+  t.match(badShare.text, /&quot;otp code&quot; is not one/);
+  t.match(badShare.text, /value="500"/, 'what was typed is kept');
+  const share = await b.post(`/ops/clients/${clientId}/schedule`, { _csrf: csrfOf(withTenant.text), weight: '4', priority_event_types: 'otp.*, auth.code' });
+  t.equal(share.status, 303);
+  const tenantWeight = await b.post(`/ops/clients/${clientId}/tenants/retail/weight`, { _csrf: csrfOf(withTenant.text), weight: '3' });
+  t.equal(tenantWeight.status, 303);
+  t.same(await new SchedulingStore(rt.db).get(clientId), { weight: 4, priorityEventTypes: ['otp.*', 'auth.code'], tenantWeights: { retail: 3 } }, 'stored where the workers read them');
+  const shown = await b.get(`/ops/clients/${clientId}`);
+  t.match(shown.text, /name="weight" type="text" value="4"/);
+  t.match(shown.text, /value="otp\.\*, auth\.code"/);
+  t.match(shown.text, /value="3" size="3" inputmode="numeric" aria-label="Weight of tenant retail"/);
+  t.equal((await b.post(`/ops/clients/${clientId}/tenants/nope/weight`, { _csrf: csrfOf(shown.text), weight: '2' })).status, 404, 'an unknown tenant');
+
   const disabled = await b.post(`/ops/clients/${clientId}/disable`, { _csrf: csrfOf(after.text) });
   t.equal(disabled.status, 303);
   t.equal(disabled.headers.get('location'), `/ops/clients/${clientId}`);
   t.equal((await rt.clients.get(clientId))!.disabled, true);
 
   const { rows } = await rt.db.query(`SELECT action FROM audit_log WHERE target = $1 ORDER BY id`, [clientId]);
-  t.same(rows.map((r) => r.action), ['client.create', 'client.rotate_secret', 'client.issue_callback_secret', 'client.limits', 'client.disable']);
+  t.same(rows.map((r) => r.action), ['client.create', 'client.rotate_secret', 'client.issue_callback_secret', 'client.limits', 'client.schedule', 'client.disable']);
+  t.equal((await rt.db.query(`SELECT 1 FROM audit_log WHERE action = 'tenant.weight' AND target = $1`, [`${clientId}/retail`])).rowCount, 1, 'the tenant weight is audited too');
 });
 
 t.test('dead letters: list, replay one, replay all for a client', async (t) => {

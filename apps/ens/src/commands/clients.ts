@@ -1,4 +1,4 @@
-import { CHANNELS, MAX_SEND_WEIGHT, SchedulingStore, type Channel, type ClientRow, type Config } from '@ens/core';
+import { CHANNELS, parsePriorityEventTypes, parseSendWeight, SchedulingStore, type Channel, type ClientRow, type Config, type Parsed } from '@ens/core';
 import { withAdminSession, type AdminSession } from './admin-session.ts';
 import { UsageError, print } from '../output.ts';
 
@@ -38,23 +38,10 @@ export interface ClientsArgs {
 
 const SCHEDULE_USAGE = 'usage: ens clients schedule CLIENT_ID [--weight N|default] [--priority-events TYPE,TYPE…|none] [--tenant TENANT --weight N|default]';
 
-/** A weight from 1 to MAX_SEND_WEIGHT, or `default` (1). */
-function parseWeight(text: string): number {
-  if (text === 'default') return 1;
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1 || n > MAX_SEND_WEIGHT) throw new UsageError(`--weight takes a whole number from 1 to ${MAX_SEND_WEIGHT}, or default; got "${text}"`);
-  return n;
-}
-
-/** `otp.*,auth.code` → the list; `none` → empty. Each is an event type, `*` standing for any characters. */
-function parsePriorityEvents(text: string): string[] {
-  if (text.trim() === 'none') return [];
-  const list = text.split(',').map((p) => p.trim()).filter(Boolean);
-  const bad = list.find((p) => p.length > 200 || /\s/.test(p));
-  if (list.length === 0 || list.length > 50 || bad !== undefined) {
-    throw new UsageError(`--priority-events takes up to 50 comma-separated event types (* for any characters), or none${bad ? `; "${bad}" is not one` : ''}`);
-  }
-  return list;
+/** A parsed option, or the usage error that names it. */
+function option<T>(name: string, parsed: Parsed<T>): T {
+  if (!parsed.ok) throw new UsageError(`${name}: ${parsed.message}`);
+  return parsed.value;
 }
 
 /**
@@ -121,8 +108,8 @@ function plan(config: Config, a: ClientsArgs): (s: AdminSession) => Promise<void
     }
     case 'schedule': {
       const id = need(a.id, SCHEDULE_USAGE);
-      const weight = a.weight === undefined ? undefined : parseWeight(a.weight);
-      const priorityEventTypes = a.priorityEvents === undefined ? undefined : parsePriorityEvents(a.priorityEvents);
+      const weight = a.weight === undefined ? undefined : option('--weight', parseSendWeight(a.weight));
+      const priorityEventTypes = a.priorityEvents === undefined ? undefined : option('--priority-events', parsePriorityEventTypes(a.priorityEvents));
       const tenant = a.tenant;
       if (tenant !== undefined && (weight === undefined || priorityEventTypes !== undefined)) {
         throw new UsageError('with --tenant, give --weight (a tenant has a weight within its client; priority event types are per client)');

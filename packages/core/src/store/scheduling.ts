@@ -10,6 +10,32 @@ export interface ClientSchedule {
 }
 
 export const MAX_SEND_WEIGHT = 100;
+const MAX_PRIORITY_TYPES = 50;
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
+
+/** A weight as an operator types it: a whole number from 1 to MAX_SEND_WEIGHT; empty or `default` is 1. */
+export function parseSendWeight(text: string): Parsed<number> {
+  const t = text.trim();
+  if (t === '' || t === 'default') return { ok: true, value: 1 };
+  const n = Number(t);
+  if (!/^\d+$/.test(t) || n < 1 || n > MAX_SEND_WEIGHT) return { ok: false, message: `a weight is a whole number from 1 to ${MAX_SEND_WEIGHT} (or default); "${t}" is not one` };
+  return { ok: true, value: n };
+}
+
+/**
+ * Priority event types as an operator types them: comma-separated, each an event type with `*`
+ * for any characters; empty or `none` is none.
+ */
+export function parsePriorityEventTypes(text: string): Parsed<string[]> {
+  const t = text.trim();
+  if (t === '' || t === 'none') return { ok: true, value: [] };
+  const list = t.split(',').map((p) => p.trim()).filter(Boolean);
+  const bad = list.find((p) => p.length > 200 || /\s/.test(p));
+  if (bad !== undefined) return { ok: false, message: `an event type has no spaces and at most 200 characters; "${bad}" is not one` };
+  if (list.length > MAX_PRIORITY_TYPES) return { ok: false, message: `at most ${MAX_PRIORITY_TYPES} event types` };
+  return { ok: true, value: list };
+}
 
 /** `otp.*` → /^otp\..*$/: `*` is any run of characters, everything else is literal. */
 function globToRegExp(glob: string): RegExp {

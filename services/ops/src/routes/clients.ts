@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { CHANNELS, type Channel, type ClientRow, type IssuedClient, type Tenant } from '@ens/core';
+import { CHANNELS, MAX_SEND_WEIGHT, parsePriorityEventTypes, parseSendWeight, SchedulingStore, type Channel, type ClientRow, type ClientSchedule, type IssuedClient, type Tenant } from '@ens/core';
 import { claimSubmission, newSubmissionId, recordSubmission } from '../form-submissions.ts';
 import { listClients, usageToday, type ClientListRow } from '../queries/clients.ts';
 import { actorOf, formValue, pageContext, queryValue, redirectWithFlash, sendPage, type ConsoleDeps } from '../request-context.ts';
@@ -75,11 +75,23 @@ ${issued.callback_secret ? item('callback-secret', 'Callback secret', issued.cal
 
 type LimitErrors = Partial<Record<string, string>>;
 
-function detailPage(deps: ConsoleDeps, csrf: string, c: ClientRow, usage: Record<string, number>, tenants: Tenant[], tenantsNext: string | null, form?: { values: Record<string, string>; errors: LimitErrors }): Html {
+function detailPage(
+  deps: ConsoleDeps,
+  csrf: string,
+  c: ClientRow,
+  schedule: ClientSchedule,
+  usage: Record<string, number>,
+  tenants: Tenant[],
+  tenantsNext: string | null,
+  form?: { values: Record<string, string>; errors: LimitErrors },
+): Html {
   const l = limitsText(deps, { rate_limit: c.rateLimit, daily_quota: c.dailyQuota as Record<string, number> });
-  const v = form?.values ?? {
+  const v: Record<string, string> = {
     rate: c.rateLimit === null ? '' : String(c.rateLimit),
     ...Object.fromEntries(QUOTA_FIELDS.map((q) => [q.name, c.dailyQuota[q.channel] === undefined ? '' : String(c.dailyQuota[q.channel])])),
+    weight: String(schedule.weight),
+    priority_event_types: schedule.priorityEventTypes.join(', '),
+    ...form?.values,
   };
   const e = form?.errors ?? {};
   const id = encodeURIComponent(c.id);
@@ -120,14 +132,31 @@ ${QUOTA_FIELDS.map((q) => field({ name: q.name, label: `Daily ${q.channel} quota
 </form>
 </section>
 
+<section aria-labelledby="schedule-h">
+<h2 id="schedule-h">Share of the send slots</h2>
+<p class="muted">While several clients have deliveries waiting on a channel, each gets sends in proportion to its weight; a client's priority event types go ahead of its other messages, within its own share. Workers apply a change within 5 seconds.</p>
+<form id="schedule" method="post" action="/ops/clients/${id}/schedule" class="card" aria-labelledby="schedule-form-h">
+<h3 id="schedule-form-h">Change the share</h3>
+${csrfField(csrf)}
+${e.schedule_form ? html`<p class="error-summary" role="alert">${e.schedule_form}</p>` : ''}
+${field({ name: 'weight', label: 'Weight', value: v.weight, error: e.weight, hint: `1 to ${MAX_SEND_WEIGHT}; empty: 1`, attrs: raw(' inputmode="numeric"') })}
+${field({ name: 'priority_event_types', label: 'Priority event types', value: v.priority_event_types, error: e.priority_event_types, hint: 'Comma-separated, * for any characters, e.g. otp.*, auth.code; empty: none' })}
+<div class="actions"><button type="submit" class="button">Save share</button></div>
+</form>
+</section>
+
 <section aria-labelledby="tenants-h">
 <h2 id="tenants-h">Tenants</h2>
+<p class="muted">A tenant's weight is its share of its client's sends while several of the client's tenants have deliveries waiting.</p>
 <table id="tenants">
 <caption>Tenants of this client, by id</caption>
-<thead><tr><th scope="col">Tenant</th><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Deliveries</th></tr></thead>
+<thead><tr><th scope="col">Tenant</th><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Deliveries</th><th scope="col">Weight</th></tr></thead>
 <tbody>
-${tenants.length === 0 ? html`<tr><td colspan="4" class="muted">No tenant.</td></tr>` : ''}
-${tenants.map((t) => html`<tr data-tenant="${t.tenant}"><td><code>${t.tenant}</code></td><td>${orDash(t.name)}</td><td>${time(t.created_at)}</td><td><a href="/ops/deliveries${query({ client: c.id, tenant: t.tenant })}">Search</a></td></tr>`)}
+${tenants.length === 0 ? html`<tr><td colspan="5" class="muted">No tenant.</td></tr>` : ''}
+${tenants.map(
+  (t) =>
+    html`<tr data-tenant="${t.tenant}"><td><code>${t.tenant}</code></td><td>${orDash(t.name)}</td><td>${time(t.created_at)}</td><td><a href="/ops/deliveries${query({ client: c.id, tenant: t.tenant })}">Search</a></td><td><form class="inline-form" method="post" action="/ops/clients/${id}/tenants/${encodeURIComponent(t.tenant)}/weight">${csrfField(csrf)}<input name="weight" value="${String(schedule.tenantWeights[t.tenant] ?? 1)}" size="3" inputmode="numeric" aria-label="Weight of tenant ${t.tenant}"> <button type="submit" class="button button-small">Save</button></form></td></tr>`,
+)}
 </tbody>
 </table>
 ${pager(tenantsNext, (a) => `/ops/clients/${id}${query({ tenants_after: a })}`)}
@@ -156,6 +185,7 @@ export function parseLimits(body: unknown): { values: Record<string, string>; er
 
 export function clientRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const { rt } = deps;
+  const scheduling = new SchedulingStore(rt.db);
 
   const renderList = async (req: FastifyRequest, reply: FastifyReply, status: number, form: { name: string; callback: boolean }, error?: string) => {
     const after = parseCursor(queryValue(req.query, 'after'));
@@ -177,13 +207,14 @@ ${pager(next, (a) => `/ops/clients${query({ after: a })}`)}`),
     const c = await rt.clients.get(id);
     if (!c) return sendPage(reply, 404, consolePage(ctx, 'Client not found', html`<h1>Client not found</h1><p>No client has the id <code>${id}</code>.</p><p><a href="/ops/clients">All clients</a></p>`));
     const tenantsAfter = queryValue(req.query, 'tenants_after') || undefined;
-    const [usage, tenants] = await Promise.all([
+    const [usage, tenants, schedule] = await Promise.all([
       usageToday(rt.db, [id]).then((m) => m.get(id) ?? {}),
       rt.tenants.list(id, { after: tenantsAfter, limit: TENANT_PAGE + 1 }),
+      scheduling.get(id),
     ]);
     const page = tenants.slice(0, TENANT_PAGE);
     const next = tenants.length > TENANT_PAGE ? page[page.length - 1]!.tenant : null;
-    return sendPage(reply, status, consolePage(ctx, `Client ${c.name}`, detailPage(deps, ctx.csrf, c, usage, page, next, form)));
+    return sendPage(reply, status, consolePage(ctx, `Client ${c.name}`, detailPage(deps, ctx.csrf, c, schedule ?? { weight: 1, priorityEventTypes: [], tenantWeights: {} }, usage, page, next, form)));
   };
 
   /** A form already acted on (a reload of the secret page): back to the client, no secret, nothing done again. */
@@ -253,5 +284,29 @@ ${pager(next, (a) => `/ops/clients${query({ after: a })}`)}`),
     if (!(await rt.clients.setLimits(req.params.id, limits))) return notFound(req, reply, req.params.id);
     await deps.audit.write({ ...actorOf(req), action: 'client.limits', target: req.params.id, detail: { rate_limit: limits.rateLimit, daily_quota: limits.dailyQuota } });
     return redirectWithFlash(reply, deps, `/ops/clients/${encodeURIComponent(req.params.id)}`, 'Limits saved.');
+  });
+
+  app.post<{ Params: { id: string } }>('/clients/:id/schedule', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const values = { weight: formValue(req.body, 'weight'), priority_event_types: formValue(req.body, 'priority_event_types') };
+    const weight = parseSendWeight(values.weight);
+    const types = parsePriorityEventTypes(values.priority_event_types);
+    if (!weight.ok || !types.ok) {
+      const errors: LimitErrors = { schedule_form: 'The share was not saved: fix the marked fields.' };
+      if (!weight.ok) errors.weight = `Enter ${weight.message}.`;
+      if (!types.ok) errors.priority_event_types = `Enter event types separated by commas: ${types.message}.`;
+      return renderDetail(req, reply, req.params.id, 400, { values, errors });
+    }
+    if (!(await scheduling.setClient(req.params.id, { weight: weight.value, priorityEventTypes: types.value }))) return notFound(req, reply, req.params.id);
+    await deps.audit.write({ ...actorOf(req), action: 'client.schedule', target: req.params.id, detail: { weight: weight.value, priority_event_types: types.value } });
+    return redirectWithFlash(reply, deps, `/ops/clients/${encodeURIComponent(req.params.id)}`, 'Share saved: workers apply it within 5 seconds.');
+  });
+
+  app.post<{ Params: { id: string; tenant: string } }>('/clients/:id/tenants/:tenant/weight', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const { id, tenant } = req.params;
+    const weight = parseSendWeight(formValue(req.body, 'weight'));
+    if (!weight.ok) return renderDetail(req, reply, id, 400, { values: {}, errors: { schedule_form: `The weight of tenant ${tenant} was not saved: ${weight.message}.` } });
+    if (!(await scheduling.setTenant(id, tenant, weight.value))) return notFound(req, reply, id);
+    await deps.audit.write({ ...actorOf(req), action: 'tenant.weight', target: `${id}/${tenant}`, detail: { weight: weight.value } });
+    return redirectWithFlash(reply, deps, `/ops/clients/${encodeURIComponent(id)}`, `Weight of tenant ${tenant} saved.`);
   });
 }
