@@ -6,6 +6,16 @@ import { ensPool, handoffBody, handoffId, mapLimit, phones, postHandoff } from '
 import { checkAborted } from './cleanup.ts';
 import { summarise, type LatencySummary } from './stats.ts';
 
+/**
+ * Empties the delivery record (the engines stay up, clients and tenants stay), so that runs that
+ * are compared start alike: the pipeline slows as the record grows, and a second run on a bigger
+ * record would otherwise look slower for that reason alone.
+ */
+export async function clearRecord(db: pg.Pool): Promise<void> {
+  await db.query('TRUNCATE handoffs, deliveries, attempts, delivery_events, callbacks, idempotency_keys, media_refs, media_objects CASCADE');
+  await db.query('VACUUM ANALYZE');
+}
+
 /** A client of the fairness phase: its token and the tenant it sends for. */
 export interface Sender {
   clientId: string;
@@ -55,7 +65,8 @@ export async function blastWithSingles(baseUrl: string, db: pg.Pool, blaster: Se
       `SELECT count(*)::int AS n, extract(epoch FROM max(sent_at) - min(created_at)) AS s FROM deliveries WHERE client_id = $1 AND created_at >= $2`,
       [blaster.clientId, startedAt],
     );
-    return { blastDeliveries: b.rows[0]!.n, blastRate: b.rows[0]!.n / b.rows[0]!.s, singles: summarise(rows.map((r) => r.ms)), singlesSent: rows.length };
+    // extract() answers numeric, which pg hands over as a string.
+    return { blastDeliveries: b.rows[0]!.n, blastRate: b.rows[0]!.n / Number(b.rows[0]!.s), singles: summarise(rows.map((r) => Number(r.ms))), singlesSent: rows.length };
   } finally {
     await blastPool.close();
     await singlesPool.close();
