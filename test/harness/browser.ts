@@ -1,13 +1,24 @@
-// CI needs Debian's Chromium: `apt-get install -y chromium` (it provides /usr/bin/chromium).
-// playwright-core drives it; no browser is downloaded (`npx playwright install` cannot run here).
+// The console tests need a Chromium: Debian's (`apt-get install -y chromium`, the README's
+// prerequisite), or any other named by CHROMIUM_PATH. playwright-core drives it; no browser is
+// downloaded (`npx playwright install` cannot run here).
 
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { Teardown } from './service.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
+const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
+
+/** The browser to drive, or an error that says how to get one. */
+function chromiumPath(): string {
+  const given = process.env.CHROMIUM_PATH;
+  if (given) return given;
+  const found = CANDIDATES.find((p) => existsSync(p));
+  if (found) return found;
+  throw new Error(`the console tests drive a headless Chromium and found none (${CANDIDATES.join(', ')}): apt-get install -y chromium, or set CHROMIUM_PATH`);
+}
 
 // Without the background-networking flags Chromium keeps dialling Google's hosts, which this
 // machine's closed network refuses; --no-sandbox because the tests run as root.
@@ -27,7 +38,7 @@ export const SCREENSHOT_DIR = join(dirname(fileURLToPath(import.meta.url)), '..'
 
 /** One Chromium per test file, closed at teardown. */
 export async function launchBrowser(t: Teardown): Promise<Browser> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  const browser = await chromium.launch({ executablePath: chromiumPath(), args: ARGS });
   t.teardown(() => browser.close());
   return browser;
 }
