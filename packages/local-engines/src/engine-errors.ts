@@ -19,6 +19,20 @@ export class EngineMissingError extends OperatorError {
   }
 }
 
+/**
+ * Thrown when the service user an engine must run as cannot reach its programs or its data (a
+ * root shell's mode-700 home). One line with the fix, for whoever runs `npm start`.
+ */
+export class EngineUnreachableError extends OperatorError {
+  static override readonly code: string = 'ENS_ERR_ENGINE_UNREACHABLE';
+  constructor(
+    readonly engine: EngineName,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Thrown when an engine was found but did not come up; `output` holds its last log lines. */
 export class EngineStartError extends EnsError {
   static override readonly code: string = 'ENS_ERR_ENGINE_START';

@@ -1,5 +1,5 @@
 export { freePort } from './free-port.ts';
-export { EngineMissingError, EngineStartError, type EngineName } from './engine-errors.ts';
+export { EngineMissingError, EngineStartError, EngineUnreachableError, type EngineName } from './engine-errors.ts';
 export { findPostgresBinaries, type PostgresBinaries } from './postgres-binaries.ts';
 export { startPostgres, POSTGRES_DATABASE, type PostgresHandle, type StartPostgresOptions } from './postgres.ts';
 export { readPassword as readPostgresPassword, PASSWORD_FILE as POSTGRES_PASSWORD_FILE } from './postgres-password.ts';

@@ -1,11 +1,12 @@
-import { resolve } from 'node:path';
+import path, { resolve } from 'node:path';
 import { spawnEngine } from './engine-process.ts';
 import { findPostgresBinaries } from './postgres-binaries.ts';
 import { initDataDir, isDataDir, SUPERUSER } from './postgres-initdb.ts';
 import { convertToPassword, readPassword } from './postgres-password.ts';
 import { ensureDatabase, waitForPostgres } from './postgres-ready.ts';
 import { clearStalePostmaster } from './postgres-stale.ts';
-import { chownTree, postgresRunAs } from './service-user.ts';
+import { chownTree, firstClosedDir, postgresRunAs, type RunAs } from './service-user.ts';
+import { EngineUnreachableError } from './engine-errors.ts';
 import { startFailure, superviseEngine, type SupervisedEngine } from './supervised-engine.ts';
 
 export interface StartPostgresOptions {
@@ -67,6 +68,7 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
   const log = opts.onLog ?? (() => {});
   const timeoutMs = opts.startTimeoutMs ?? 60_000;
 
+  if (runAs) await refuseUnreachable(runAs, bins.binDir, dataDir);
   let password: string;
   if (!(await isDataDir(dataDir))) {
     password = await initDataDir({ initdb: bins.initdb, dataDir, fsync: opts.fsync ?? true, onLog: log, ...(runAs ? { runAs } : {}) });
@@ -134,4 +136,29 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
     stop: engine.stop,
     kill9: engine.kill9,
   };
+}
+
+/**
+ * Run as root, PostgreSQL runs as another user, who must be able to enter the directories of its
+ * programs and of its data. A root shell's home and `mktemp -d` are mode 700, so a clone there
+ * failed deep inside initdb ("Permission denied"); this says at once what is in the way and the fix.
+ */
+async function refuseUnreachable(runAs: RunAs, binDir: string, dataDir: string): Promise<void> {
+  const why = `PostgreSQL refuses to run as root, so ENS runs it as the "${runAs.name}" user`;
+  const bins = await firstClosedDir(binDir, runAs);
+  if (bins) {
+    throw new EngineUnreachableError(
+      'postgres',
+      `${why}, who cannot enter ${bins.dir} (mode ${bins.mode.toString(8)}) to run the PostgreSQL programs in ${binDir}. ` +
+        'Install the machine\'s PostgreSQL (apt-get install -y postgresql), which ENS prefers, or keep ENS in a directory that user can reach (not under /root or a mode-700 directory), or set DATABASE_URL',
+    );
+  }
+  const data = await firstClosedDir(path.dirname(dataDir), runAs);
+  if (data) {
+    throw new EngineUnreachableError(
+      'postgres',
+      `${why}, who cannot enter ${data.dir} (mode ${data.mode.toString(8)}) on the way to its data in ${dataDir}. ` +
+        `Set ENS_DATA_DIR to a directory it can reach (for example ENS_DATA_DIR=/var/lib/ens), or open the way: chmod o+x ${data.dir}`,
+    );
+  }
 }

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { lchown, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import path, { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
@@ -55,4 +55,26 @@ export async function chownTree(root: string, owner: RunAs): Promise<void> {
   await lchown(root, owner.uid, owner.gid);
   const entries = await readdir(root, { recursive: true });
   for (const entry of entries) await lchown(join(root, entry), owner.uid, owner.gid);
+}
+
+/**
+ * The first directory on the way to `dir` (itself included) that `user` may not enter, with its
+ * mode; null when the whole way is open. Judged from owner, group and mode bits (supplementary
+ * groups are not looked up), which is what a root shell's mode-700 home or `mktemp -d` breaks.
+ */
+export async function firstClosedDir(dir: string, user: RunAs): Promise<{ dir: string; mode: number } | null> {
+  const parts = path.resolve(dir).split(path.sep).filter(Boolean);
+  let at: string = path.sep;
+  for (const part of ['', ...parts]) {
+    at = part === '' ? at : path.join(at, part);
+    let info;
+    try {
+      info = await stat(at);
+    } catch {
+      return null; // not there yet: created later by us, and handed to the user
+    }
+    const bit = info.uid === user.uid ? 0o100 : info.gid === user.gid ? 0o010 : 0o001;
+    if ((info.mode & bit) === 0) return { dir: at, mode: info.mode & 0o777 };
+  }
+  return null;
 }

@@ -340,8 +340,47 @@ t.test('the PostgreSQL build npm installs runs when the machine has none', async
     t.pass('nothing to test on this platform');
     return;
   }
-  const pg = await startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [join(mod.postgres, '..')] });
+  const binDir = join(mod.postgres, '..');
+  // Run as root, the build must be reachable by the postgres user; a clone in a mode-700
+  // directory (a root shell's home, mktemp -d) is not, and ENS then says so and how to fix it.
+  const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
+  const closed = runAs ? await firstClosedDirOf(binDir, runAs) : null;
+  if (closed) {
+    await t.rejects(startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [binDir] }), { name: 'EngineUnreachableError', message: new RegExp(`cannot enter ${closed}`) }, 'refused with the fix');
+    return;
+  }
+  const pg = await startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [binDir] });
   t.teardown(() => pg.stop());
   const { rows } = await query(pg.url, 'SHOW server_version_num');
   t.equal(Math.floor(Number(rows[0].server_version_num) / 10000), 17, 'it is the bundled PostgreSQL 17');
+});
+
+/** The first directory on the way to `dir` that uid/gid may not enter (owner, group, other x bits). */
+async function firstClosedDirOf(dir: string, ids: { uid: number; gid: number }): Promise<string | null> {
+  let at = '/';
+  for (const part of dir.split('/').filter(Boolean)) {
+    const info = await stat(at);
+    const bit = info.uid === ids.uid ? 0o100 : info.gid === ids.gid ? 0o010 : 0o001;
+    if ((info.mode & bit) === 0) return at;
+    at = join(at, part);
+  }
+  return null;
+}
+
+t.test('run as root, a mode-700 directory in the way is refused at once, with the fix', { skip: process.getuid?.() === 0 ? false : 'only root runs PostgreSQL as another user' }, async (t) => {
+  const closed = await mkdtemp(join(tmpdir(), 'ens-closed-'));
+  await chmod(closed, 0o700);
+  t.teardown(() => rm(closed, { recursive: true, force: true }));
+  await t.rejects(
+    startPostgres({ dataDir: join(closed, 'data'), fsync: false }),
+    { name: 'EngineUnreachableError', message: new RegExp(`"postgres" user, who cannot enter ${closed} \\(mode 700\\) on the way to its data in ${closed}/data\\. Set ENS_DATA_DIR to a directory it can reach .*chmod o\\+x ${closed}$`) },
+    'a data directory it cannot reach',
+  );
+  const bins = await findPostgresBinaries();
+  await execFileAsync('cp', ['-a', bins.binDir, join(closed, 'bin')]);
+  await t.rejects(
+    startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [join(closed, 'bin')] }),
+    { name: 'EngineUnreachableError', message: new RegExp(`cannot enter ${closed} \\(mode 700\\) to run the PostgreSQL programs in ${closed}/bin\\. Install the machine's PostgreSQL`) },
+    'programs it cannot reach',
+  );
 });
