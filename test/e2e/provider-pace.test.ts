@@ -18,7 +18,11 @@ t.test('two workers together keep to the provider\'s pace, and it refuses nothin
   const twilio = new FakeTwilio();
   const baseUrl = await twilio.start();
   t.teardown(() => twilio.stop());
-  twilio.knobs.maxPerSecond = RATE;
+  // The fake counts arrivals on this test process's event loop, which shares two cores with the
+  // rest of the suite: a 10 % margin keeps its own jitter from reading as ENS sending too fast.
+  // Without pacing, two workers send hundreds per second here and most sends are refused. The
+  // strict figure (a fake at exactly the pace, refusing nothing) is the bench's.
+  twilio.knobs.maxPerSecond = RATE * 1.1;
 
   const svc = await startTestService(t, {
     roles: ['api', 'callbacks', 'feed'],
