@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-// A callback receiver that does what the spec asks of one: compute the HMAC over the raw body,
-// compare in constant time, and reject a missing or wrong signature before parsing anything.
+// A callback receiver that does what the spec asks of one: verify the signature over the raw body
+// (in constant time) and reject a missing or wrong one before parsing anything. @ens/client's
+// verifyCallback checks X-ENS-Signature and the Standard Webhooks headers (with their timestamp).
 //
 //   node examples/callback-receiver.mjs [port] [client-file]
 //   CALLBACK_SECRET=whsec_... node examples/callback-receiver.mjs [port]
 // client-file is what `npx ens clients create --callback-secret` printed, saved to a file.
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { CallbackVerificationError, verifyCallback } from '@ens/client';
 
 const port = Number(process.argv[2] ?? 9000);
 const clientFile = process.argv[3];
@@ -31,15 +32,15 @@ createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
-    const raw = Buffer.concat(chunks);
-    const expected = Buffer.from(createHmac('sha256', secret).update(raw).digest('hex'));
-    const given = Buffer.from(String(req.headers['x-ens-signature'] ?? ''));
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      console.log('rejected: missing or wrong X-ENS-Signature');
+    let p;
+    try {
+      p = verifyCallback(Buffer.concat(chunks), req.headers, secret);
+    } catch (e) {
+      if (!(e instanceof CallbackVerificationError)) throw e;
+      console.log(`rejected: ${e.message}`);
       res.writeHead(401).end();
       return;
     }
-    const p = JSON.parse(raw.toString('utf8'));
     console.log(`verified callback ${req.headers['webhook-id']}: ${p.channel} ${p.recipient} ${p.status} attempts=${p.attempts}${p.last_error ? ` (${p.last_error})` : ''}`);
     res.writeHead(204).end();
   });

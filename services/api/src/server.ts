@@ -11,6 +11,7 @@ import { tokenRoute } from './auth/token-route.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { installJsonBodyParser } from './json-body.ts';
+import { openapiOptions } from './openapi/document.ts';
 import { ClientRateLimits, TokenRateLimits } from './limits/rate-limits.ts';
 import { deliveriesRoute } from './routes/deliveries.ts';
 import { deviceRoutes } from './routes/devices.ts';
@@ -62,18 +63,7 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
   installErrorHandler(app);
   await app.register(formbody);
   installJsonBodyParser(app, rt.config.maxBodyBytes);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'ENS — message delivery service',
-        version: '2.0.0',
-        description: 'Send one composed message across sms, email, push and whatsapp; follow every delivery through signed callbacks and the pull endpoint.',
-      },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Client-credentials token from POST /v1/oauth2/token/' } } },
-      security: [{ bearer: [] }],
-    },
-  });
+  await app.register(swagger, openapiOptions);
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     // The UI's own CSP (with hashes for its inline script and style), framed by nobody and without

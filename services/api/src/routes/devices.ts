@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { errorResponses, noContent, success, V2_ERRORS } from '../openapi/responses.ts';
 import {
-  checkOutboundUrl, Device, DeviceList, DevicePut, DeviceToken, Errors, ErrorBody, MAX_DEVICES_PER_USER, TenantId, UserId, type DevicePut as DevicePutT, type Runtime,
+  checkOutboundUrl, Device, DeviceList, DevicePut, DeviceToken, Errors, MAX_DEVICES_PER_USER, TenantId, UserId, type DevicePut as DevicePutT, type Runtime,
 } from '@ens/core';
 
 const UserParams = Type.Object({ tenant: TenantId, user_id: UserId });
 const DeviceParams = Type.Object({ tenant: TenantId, user_id: UserId, token: DeviceToken });
+const TENANT_MISSING = 'No such tenant for this client (ENS_ERR_TENANT_NOT_FOUND)';
 type UserParamsT = { tenant: string; user_id: string };
 type DeviceParamsT = UserParamsT & { token: string };
 
@@ -18,6 +20,7 @@ export function deviceRoutes(app: FastifyInstance, rt: Runtime): void {
     '/v2/tenants/:tenant/users/:user_id/devices/:token',
     {
       schema: {
+        operationId: 'putDevice',
         summary: "Register a user's push device",
         description:
           'Registers (201) or updates (200) a device. Without a body the token is an FCM registration token. ' +
@@ -26,7 +29,14 @@ export function deviceRoutes(app: FastifyInstance, rt: Runtime): void {
         tags: ['devices'],
         params: DeviceParams,
         body: DevicePut,
-        response: { 200: Device, 201: Device, '4xx': ErrorBody },
+        response: {
+          200: success(Device, 'The device was registered already: it is updated'),
+          201: success(Device, 'The device was registered'),
+          ...errorResponses([400, ...V2_ERRORS, 404, 409, 413, 415], {
+            404: TENANT_MISSING,
+            409: `The user has ${MAX_DEVICES_PER_USER} devices already (ENS_ERR_TOO_MANY_DEVICES)`,
+          }),
+        },
       },
       // A body-less PUT is the common case (an FCM token in the path); validate it as {}.
       preValidation: async (req) => {
@@ -67,11 +77,12 @@ export function deviceRoutes(app: FastifyInstance, rt: Runtime): void {
     '/v2/tenants/:tenant/users/:user_id/devices',
     {
       schema: {
+        operationId: 'listDevices',
         summary: "List a user's push devices",
         description: 'An unknown user has no devices: 200 with an empty list. An unknown tenant is 404.',
         tags: ['devices'],
         params: UserParams,
-        response: { 200: DeviceList, '4xx': ErrorBody },
+        response: { 200: success(DeviceList, "The user's devices"), ...errorResponses([400, ...V2_ERRORS, 404], { 404: TENANT_MISSING }) },
       },
     },
     async (req) => {
@@ -85,7 +96,16 @@ export function deviceRoutes(app: FastifyInstance, rt: Runtime): void {
   app.delete<{ Params: DeviceParamsT }>(
     '/v2/tenants/:tenant/users/:user_id/devices/:token',
     {
-      schema: { summary: "Remove a user's push device", tags: ['devices'], params: DeviceParams, response: { '4xx': ErrorBody } },
+      schema: {
+        operationId: 'deleteDevice',
+        summary: "Remove a user's push device",
+        tags: ['devices'],
+        params: DeviceParams,
+        response: {
+          204: noContent('The device was removed'),
+          ...errorResponses([400, ...V2_ERRORS, 404], { 404: 'No such tenant (ENS_ERR_TENANT_NOT_FOUND), or the user has no device with this token (ENS_ERR_DEVICE_NOT_FOUND)' }),
+        },
+      },
     },
     async (req, reply) => {
       const { tenant, user_id: userId, token } = req.params;

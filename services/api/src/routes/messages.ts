@@ -3,13 +3,37 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import stringify from 'safe-stable-stringify';
 import {
-  AcceptedHandoff, acceptHandoff, checkOutboundUrl, Errors, ErrorBody, Handoff, mediaKey, newId, planDeliveries, refuseBeforeStoring, type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
+  AcceptedHandoff, acceptHandoff, checkOutboundUrl, Errors, Handoff, mediaKey, newId, planDeliveries, refuseBeforeStoring, type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
 } from '@ens/core';
 import { deliveriesAccepted, recordMediaPuts, wakeFeed, wakeSenders } from '@ens/core/internal';
+import { acceptSpanHooks, acceptTraceparent } from '../accept-tracing.ts';
+import { errorResponses, success, V2_ERRORS } from '../openapi/responses.ts';
+import { SEND_EXAMPLES, withExamples } from '../openapi/send-examples.ts';
+import { typeboxValidator } from '../validation.ts';
 
 const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Required. One per handoff, derived from a stable event of the caller.' })),
+  'idempotency-key': Type.String({ minLength: 1, maxLength: 255, description: 'One per handoff, derived from a stable event of the caller. Scoped per client; kept ENS_IDEMPOTENCY_TTL.' }),
+  // No pattern: W3C Trace Context says a malformed traceparent is ignored, never a reason to refuse.
+  traceparent: Type.Optional(
+    Type.String({
+      description:
+        "W3C Trace Context of the caller's span (`00-<trace id>-<span id>-<flags>`). ENS's accept, send attempts and callback posts join that trace, and each callback post carries a traceparent of its own span. A malformed value is ignored.",
+    }),
+  ),
+  tracestate: Type.Optional(Type.String({ description: 'W3C Trace Context vendor state, kept with the accept span.' })),
 });
+
+/**
+ * The route's validators, with one exception to the schema's wording: a send without an
+ * Idempotency-Key keeps its own code (ENS_ERR_IDEMPOTENCY_KEY_MISSING), which callers test on,
+ * rather than the generic validation failure the required header would give.
+ */
+const sendValidator: typeof typeboxValidator = (route) => {
+  const validate = typeboxValidator(route);
+  if (route.httpPart !== 'headers') return validate;
+  return (headers) =>
+    (headers as Record<string, unknown>)['idempotency-key'] === undefined ? { error: Errors.idempotencyKeyMissing() } : validate(headers);
+};
 
 // One character class, no nested groups: a quantified group over megabytes of text made V8's
 // regex engine recurse until the stack ran out (a 500 for any image over about 3.3 MB).
@@ -102,14 +126,24 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
     '/v2/messages',
     {
       schema: {
+        operationId: 'sendMessage',
         summary: 'Send one handoff across channels',
         description:
           'Answers 202 once the handoff and all its deliveries are durable. Replaying an Idempotency-Key returns the original 202 body byte for byte; the same key with a different body is 422.',
         tags: ['messages'],
         headers: IdempotencyHeaders,
-        body: Handoff,
-        response: { 202: AcceptedHandoff, '4xx': ErrorBody },
+        body: withExamples(Handoff, SEND_EXAMPLES),
+        response: {
+          202: success(AcceptedHandoff, 'Accepted and durable; every delivery is pending. A replay answers the original body byte for byte.', {
+            'Idempotent-Replayed': { type: 'string', const: 'true', description: 'Present on a replay of an earlier request' },
+          }),
+          ...errorResponses([400, ...V2_ERRORS, 413, 415, 422], {
+            400: 'Invalid handoff, a tenant that is not provisioned (ENS_ERR_TENANT_NOT_PROVISIONED), or a missing Idempotency-Key (ENS_ERR_IDEMPOTENCY_KEY_MISSING)',
+          }),
+        },
       },
+      validatorCompiler: sendValidator,
+      ...acceptSpanHooks(),
     },
     async (req, reply) => {
       const key = req.headers['idempotency-key'];
@@ -157,6 +191,7 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
         deliveries,
         ...(mediaRefs ? { mediaRefs } : {}),
         quota,
+        traceparent: acceptTraceparent(req, { clientId: client.id, tenant: handoff.tenant, deliveries: deliveries.length }),
       });
       if (result.outcome === 'created') {
         // After the commit: the 202 must not wait for JetStream, and a lost wake-up is re-sent by the sweeper.

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { errorResponses, noContent, success, V2_ERRORS } from '../openapi/responses.ts';
 import {
-  Errors, ErrorBody, Tenant, TenantCreate, TenantId, TenantPatch, type Runtime, type TenantCreate as TenantCreateT, type TenantPatch as TenantPatchT,
+  Errors, Tenant, TenantCreate, TenantId, TenantPatch, type Runtime, type TenantCreate as TenantCreateT, type TenantPatch as TenantPatchT,
 } from '@ens/core';
 
 const Params = Type.Object({ tenant: TenantId });
@@ -13,6 +14,8 @@ const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 const TenantList = Type.Object({ results: Type.Array(Tenant), next_after: Type.Union([Type.String(), Type.Null()]) });
+
+const TENANT_WORDING = { 404: 'No such tenant for this client (ENS_ERR_TENANT_NOT_FOUND)' };
 
 /** Tenant settings are read at every send: bounded so that no tenant's row grows without limit. */
 const MAX_SETTINGS_BYTES = 16 * 1024;
@@ -31,11 +34,16 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
     '/v2/tenants',
     {
       schema: {
+        operationId: 'createTenant',
         summary: 'Provision a tenant',
         description: '201 with the tenant when created; 200 with the existing tenant when it was already provisioned.',
         tags: ['tenants'],
         body: TenantCreate,
-        response: { 200: Tenant, 201: Tenant, '4xx': ErrorBody },
+        response: {
+          200: success(Tenant, 'The tenant was already provisioned: it is returned unchanged'),
+          201: success(Tenant, 'The tenant was created'),
+          ...errorResponses([400, ...V2_ERRORS, 413, 415]),
+        },
       },
     },
     async (req, reply) => {
@@ -46,7 +54,16 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
   );
   app.get<{ Querystring: { limit?: number; after?: string } }>(
     '/v2/tenants',
-    { schema: { summary: 'List tenants', tags: ['tenants'], querystring: ListQuery, response: { 200: TenantList } } },
+    {
+      schema: {
+        operationId: 'listTenants',
+        summary: 'List tenants',
+        description: 'Ordered by id; pass next_after as after for the next page.',
+        tags: ['tenants'],
+        querystring: ListQuery,
+        response: { 200: success(TenantList, "A page of the client's tenants"), ...errorResponses([400, ...V2_ERRORS], { 400: 'limit or after is invalid' }) },
+      },
+    },
     async (req) => {
       const limit = req.query.limit ?? 100;
       const results = await rt.tenants.list(req.client.id, { after: req.query.after, limit });
@@ -55,7 +72,15 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
   );
   app.get<{ Params: { tenant: string } }>(
     '/v2/tenants/:tenant',
-    { schema: { summary: 'Get a tenant', tags: ['tenants'], params: Params, response: { 200: Tenant, '4xx': ErrorBody } } },
+    {
+      schema: {
+        operationId: 'getTenant',
+        summary: 'Get a tenant',
+        tags: ['tenants'],
+        params: Params,
+        response: { 200: success(Tenant, 'The tenant'), ...errorResponses([400, ...V2_ERRORS, 404], TENANT_WORDING) },
+      },
+    },
     async (req) => {
       const t = await rt.tenants.get(req.client.id, req.params.tenant);
       if (!t) throw Errors.tenantNotFound(req.params.tenant);
@@ -64,7 +89,17 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
   );
   app.patch<{ Params: { tenant: string }; Body: TenantPatchT }>(
     '/v2/tenants/:tenant',
-    { schema: { summary: 'Update a tenant', tags: ['tenants'], params: Params, body: TenantPatch, response: { 200: Tenant, '4xx': ErrorBody } } },
+    {
+      schema: {
+        operationId: 'updateTenant',
+        summary: 'Update a tenant',
+        description: '`settings` is replaced as a whole; `"name": null` clears the name.',
+        tags: ['tenants'],
+        params: Params,
+        body: TenantPatch,
+        response: { 200: success(Tenant, 'The tenant as updated'), ...errorResponses([400, ...V2_ERRORS, 404, 413, 415], TENANT_WORDING) },
+      },
+    },
     async (req) => {
       checkSettingsSize(req.body.settings);
       const t = await rt.tenants.update(req.client.id, req.params.tenant, req.body);
@@ -76,11 +111,15 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
     '/v2/tenants/:tenant',
     {
       schema: {
+        operationId: 'deleteTenant',
         summary: 'Delete a tenant',
         description: 'Only a tenant without messages can be deleted (409 otherwise): its deliveries stay in the record.',
         tags: ['tenants'],
         params: Params,
-        response: { '4xx': ErrorBody },
+        response: {
+          204: noContent('The tenant was deleted'),
+          ...errorResponses([400, ...V2_ERRORS, 404, 409], { ...TENANT_WORDING, 409: 'The tenant has messages (ENS_ERR_TENANT_IN_USE)' }),
+        },
       },
     },
     async (req, reply) => {
