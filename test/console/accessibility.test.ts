@@ -28,10 +28,20 @@ const client = await con.svc.createClient({ name: 'a11y' });
 await con.svc.tenant(client, 'shop');
 await con.svc.send(client, { tenant: 'shop', event_type: 'a11y.check', messages: [{ channel: 'sms', recipients: ['+15551230000', '+15551234567'], content: { kind: 'rendered', body: 'hi' } }] });
 const delivery = await con.svc.rt.db.query<{ id: string }>('SELECT id::text FROM deliveries LIMIT 1');
+// A dead letter and an alert rule, so their pages (a dead-letter group, a rule) have content to check.
+await con.svc.rt.db.query(
+  `INSERT INTO callbacks (id, delivery_id, client_id, url, body, status, attempts, last_error) VALUES (gen_random_uuid(), $1, $2, 'https://hooks.example.com/ens', '{}', 'dead', 3, 'HTTP 500')`,
+  [delivery.rows[0]!.id, client.clientId],
+);
+const group = (await con.svc.rt.db.query(`SELECT md5(client_id || E'\\n' || url || E'\\n' || coalesce(last_error, E'\\x01')) AS key FROM callbacks LIMIT 1`)).rows[0].key as string;
+const rule = (await con.svc.rt.db.query(
+  `INSERT INTO alert_rules (name, scope, value, window_minutes, min_volume, threshold_percent, destination_kind, destination, created_by)
+   VALUES ('a11y rule', 'tenant', 'shop', 15, 1, 10, 'email', 'oncall@example.com', 'test') RETURNING id::text`,
+)).rows[0].id as string;
 
 t.test('every console page passes the WCAG 2.1 AA rules of axe-core', async (t) => {
   const { page } = await con.signedIn(t, 'ada@example.com');
-  const pages = ['/ops/', '/ops/deliveries', `/ops/deliveries/${delivery.rows[0]!.id}`, '/ops/clients', `/ops/clients/${client.clientId}`, '/ops/dead-letters', '/ops/alerts', '/ops/audit'];
+  const pages = ['/ops/', '/ops/deliveries', `/ops/deliveries/${delivery.rows[0]!.id}`, '/ops/clients', `/ops/clients/${client.clientId}`, '/ops/dead-letters', `/ops/dead-letters/group/${group}`, '/ops/alerts', `/ops/alerts/${rule}`, '/ops/audit'];
   for (const path of pages) {
     await page.goto(con.ensUrl + path);
     const violations = await audit(page);

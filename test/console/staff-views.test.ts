@@ -280,10 +280,13 @@ t.test('client creation shows the secrets once, with a copy button; rotate, limi
   t.notOk([secret, rotated, callbackSecret, newCallbackSecret].some((s) => final.includes(s)), 'no secret on the client page, ever');
 });
 
-t.test('dead-letter replay re-posts the callback', async (t) => {
+t.test('dead letters: grouped by client, URL and error; one replayed from its group, then the group', async (t) => {
   const { page } = await con.signedIn(t, 'ada@example.com', '/ops/dead-letters');
   t.equal(new URL(page.url()).pathname, '/ops/dead-letters');
-  t.same((await rowIds(page, 'dead-letters', 'data-callback-id')).sort(), [...deadIds].sort(), 'the dead letters in the database are listed');
+  const groups = page.locator('#dead-letter-groups tr[data-group]');
+  t.equal(await groups.count(), 1, 'the two dead letters (one client, one URL, one error) are one group');
+  t.match(await textOf(groups.first()), 'Acme Shop', 'with the client\'s name');
+  t.equal(await page.getByLabel('Client', { exact: true }).count(), 0, 'no client id to type');
   await screenshot(page, 'dead-letters');
 
   const postsOf = (callbackId: string, body: string): ReceivedPost[] => deadReceiver.posts.filter((p) => p.raw.toString('utf8') === body);
@@ -292,9 +295,16 @@ t.test('dead-letter replay re-posts the callback', async (t) => {
   const oneBody = await bodyOf(one);
   t.equal(postsOf(one, oneBody).length, 3, '(the receiver saw three failed posts before it became dead)');
 
+  // The group's page lists its callbacks, each with a Replay.
+  await submitAndWait(page, groups.first().getByRole('link', { name: '2 dead letters of this group' }));
+  t.match(new URL(page.url()).pathname, /^\/ops\/dead-letters\/group\/[0-9a-f]{32}$/);
+  t.same((await rowIds(page, 'dead-letters', 'data-callback-id')).sort(), [...deadIds].sort(), 'the dead letters in the database are listed');
+  await screenshot(page, 'dead-letter-group');
+
   deadScript[0] = 200; // the receiver is fixed
+  const groupPath = new URL(page.url()).pathname;
   await submitAndWait(page, page.locator(`#dead-letters tr[data-callback-id="${one}"]`).getByRole('button', { name: 'Replay' }));
-  t.equal(new URL(page.url()).pathname, '/ops/dead-letters', '303 back to the dead letters');
+  t.equal(new URL(page.url()).pathname, groupPath, '303 back to the group');
   t.ok((await textOf(page.locator('p#flash[role="status"]'))).length > 0, 'with a flash message');
   const replayed = await waitFor(async () => postsOf(one, oneBody).find((p) => p.answered === 200), 10_000, 'the replayed post');
   t.equal(replayed.headers['webhook-id'], postsOf(one, oneBody)[0]!.headers['webhook-id'], 'the re-post keeps its webhook-id');
@@ -302,18 +312,51 @@ t.test('dead-letter replay re-posts the callback', async (t) => {
   t.pass('the replayed callback is delivered');
   t.equal((await db.query('SELECT status FROM callbacks WHERE id = $1', [other])).rows[0].status, 'dead', 'the other stays dead');
 
-  // Replay all for the client.
-  await page.goto(`${ensUrl}/ops/dead-letters?client=${encodeURIComponent(shopClient.clientId)}`);
-  t.same(await rowIds(page, 'dead-letters', 'data-callback-id'), [other], 'filtered by client: the one left');
-  await submitAndWait(page, page.getByRole('button', { name: 'Replay all for this client' }));
-  t.match(await textOf(page.locator('p#flash[role="status"]')), /\b1 callbacks? queued again/, 'flash: "1 callbacks queued again"');
+  // The rest of the group, from the list.
+  await page.goto(`${ensUrl}/ops/dead-letters`);
+  await submitAndWait(page, page.locator('#dead-letter-groups tr[data-group]').getByRole('button', { name: 'Replay' }));
+  t.match(await textOf(page.locator('p#flash[role="status"]')), /^1 callback queued again$/, 'flash: "1 callback queued again"');
   const otherBody = await bodyOf(other);
   await waitFor(async () => postsOf(other, otherBody).find((p) => p.answered === 200), 10_000, 'the re-post of the other');
-  t.pass('replay-all re-posted the remaining dead letter');
+  t.pass('the group replay re-posted the remaining dead letter');
   await waitFor(async () => (await db.query(`SELECT count(*)::int AS n FROM callbacks WHERE status = 'dead'`)).rows[0].n === 0, 10_000, 'no dead letters left');
   await page.goto(`${ensUrl}/ops/dead-letters`);
-  t.equal(await page.locator('#dead-letters tr[data-callback-id]').count(), 0, 'the list is empty');
+  t.equal(await page.locator('#dead-letter-groups tr[data-group]').count(), 0, 'the list is empty');
   await screenshot(page, 'dead-letters-empty');
+});
+
+t.test('the dashboard refreshes itself in place, and can be paused', async (t) => {
+  const { page } = await con.signedIn(t, 'ada@example.com', '/ops/?refresh=2');
+  const stamp = () => page.locator('#generated time').getAttribute('datetime');
+  const first = await stamp();
+  const sentBefore = Number(await textOf(page.locator('#deliveries-last-hour tr[data-channel="sms"] td[data-status="sent"]')));
+  await page.evaluate(`document.querySelector('main').dataset.marker = 'same-document'`);
+  await send({ tenant: 'shop', event_type: 'refresh.check', messages: [sms(['+15551235555'])] });
+  await waitFor(async () => Number(await textOf(page.locator('#deliveries-last-hour tr[data-channel="sms"] td[data-status="sent"]'))) > sentBefore, 15_000, 'the new sms on the dashboard without a reload');
+  t.not(await stamp(), first, 'the numbers\' time moved on');
+  t.equal(await page.locator('main').getAttribute('data-marker'), 'same-document', 'swapped in place, not a page reload');
+  t.ok((await page.locator('figure.series[data-channel="sms"][data-unit="minute"] svg[role="img"]').getAttribute('aria-label'))?.includes('per minute over the last hour'), 'the per-minute chart is there');
+  await screenshot(page, 'dashboard-refreshed');
+
+  const toggle = page.getByRole('button', { name: 'Pause refresh' });
+  await toggle.click();
+  t.equal(await page.locator('#refresh-toggle').getAttribute('aria-pressed'), 'true', 'paused');
+  const paused = await stamp();
+  await new Promise((r) => setTimeout(r, 4_500));
+  t.equal(await stamp(), paused, 'nothing changes while paused');
+});
+
+t.test('a delivery is resent from its page, as a new delivery', async (t) => {
+  const { page } = await con.signedIn(t, 'ada@example.com', `/ops/deliveries/${flakySmsId}`);
+  t.match(await textOf(page.locator('#message-content')), 'hello', 'the content it sent');
+  t.equal(await page.locator('#handoff-deliveries tr[data-delivery-id]').count(), shipped.length - 1, 'the other deliveries of its handoff');
+  await submitAndWait(page, page.getByRole('button', { name: 'Resend as a new delivery' }));
+  const newId = new URL(page.url()).pathname.split('/').pop()!;
+  t.not(newId, flakySmsId, 'on the new delivery\'s page');
+  t.match(await textOf(page.locator('p#flash[role="status"]')), `Resent as this new delivery, from ${flakySmsId}`);
+  const row = (await db.query('SELECT recipient, reference FROM deliveries WHERE id = $1', [newId])).rows[0];
+  t.same(row, { recipient: '+15551231111', reference: 'order-1001' }, 'same recipient and reference');
+  await screenshot(page, 'delivery-resent');
 });
 
 t.test('the alerts page', async (t) => {
@@ -333,7 +376,7 @@ t.test('the audit log lists the actions done', async (t) => {
   const about = (id: string) => ada.filter((r) => String(r.target ?? '').includes(id));
   t.ok(createdClientId && about(createdClientId).length >= 5, `create, rotate, callback secret, limits and disable are audited (${about(createdClientId).map((r) => r.action).join(', ')})`);
   t.ok(about(deadIds[0]!).length >= 1, 'the replay of one dead letter is audited');
-  t.ok(ada.some((r) => String(r.target ?? '').includes(shopClient.clientId) || String(r.target ?? '').includes(deadIds[1]!)), 'replay-all is audited');
+  t.ok(ada.some((r) => r.action === 'dead_letter.replay_group' && r.target === shopClient.clientId), 'the group replay is audited');
   const text = await pageText(page);
   const missing = rows.filter((r) => !text.includes(r.action) || (r.target && !text.includes(String(r.target))));
   t.same(missing, [], 'every recent audit row (action and target) is on the page');

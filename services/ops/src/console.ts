@@ -30,16 +30,21 @@ const ASSETS: Record<string, { type: string; body: Buffer }> = {
 };
 
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'same-origin',
 };
 
+/*
+ * Unconfigured is a deployment's choice, not a failure: the pages answer 404 (there is no console
+ * here), which the API's request log does not report as an error the way it does every 5xx, and
+ * the stylesheet and script are still served so the page that says so is readable.
+ */
 function notConfigured(_req: FastifyRequest, reply: FastifyReply): FastifyReply {
   return sendPage(
     reply,
-    503,
+    404,
     plainPage(
       'The console is not configured',
       html`<h1>The console is not configured</h1>
@@ -47,6 +52,12 @@ function notConfigured(_req: FastifyRequest, reply: FastifyReply): FastifyReply 
 <code>ENS_OPS_ISSUER</code>, <code>ENS_OPS_CLIENT_ID</code> and <code>ENS_OPS_CLIENT_SECRET</code> and restart ENS; the README's console section shows how.</p>`,
     ),
   );
+}
+
+async function serveAsset(req: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply): Promise<FastifyReply> {
+  const a = Object.hasOwn(ASSETS, req.params.name) ? ASSETS[req.params.name] : undefined;
+  if (!a) return reply.code(404).type('text/plain').send('not found');
+  return reply.type(a.type).header('cache-control', 'public, max-age=300').send(a.body);
 }
 
 /** application/x-www-form-urlencoded, for when the host server has no form parser (the API's has one). */
@@ -73,8 +84,10 @@ export function opsConsole(rt: Runtime): (app: FastifyInstance) => Promise<void>
     });
     const ops = rt.config.ops;
     if (!ops) {
+      app.get<{ Params: { name: string } }>('/assets/:name', serveAsset);
       app.all('/', notConfigured);
       app.all('/*', notConfigured);
+      rt.logger?.info('the operations console is not configured (ENS_OPS_ISSUER unset): /ops/ says so');
       return;
     }
     const oidc = new OidcSignIn(ops, `${rt.config.publicUrl}/ops/callback`);
@@ -153,11 +166,7 @@ export function opsConsole(rt: Runtime): (app: FastifyInstance) => Promise<void>
       return sendPage(reply, 404, plainPage('Not found', html`<h1>Page not found</h1><p>There is no console page at <code>${req.url}</code>.</p><p><a href="/ops/">Back to the dashboard</a></p>`));
     });
 
-    app.get<{ Params: { name: string } }>('/assets/:name', { config: { opsPublic: true } }, async (req, reply) => {
-      const a = ASSETS[req.params.name];
-      if (!a) return reply.code(404).type('text/plain').send('not found');
-      return reply.type(a.type).header('cache-control', 'public, max-age=300').send(a.body);
-    });
+    app.get<{ Params: { name: string } }>('/assets/:name', { config: { opsPublic: true } }, serveAsset);
 
     authRoutes(app, deps, oidc);
     dashboardRoutes(app, deps);

@@ -93,8 +93,8 @@ t.test('the fair delivery panel shows whose deliveries wait, with their weights,
   const page = await b.get('/ops/');
   t.match(page.text, /<section id="fair-delivery" aria-labelledby="fair-delivery-h">/);
   const row = new RegExp(`<tr data-client="${big.clientId}" data-tenant="retail" data-channel="sms">[\\s\\S]*?</tr>`).exec(page.text)?.[0] ?? '';
-  t.match(row, /<td><a href="\/ops\/clients\/[^"]+">newsletters<\/a><\/td><td>retail<\/td><td>sms<\/td><td class="num" data-waiting="30">30<\/td>/, 'the client\'s 30 waiting sms');
-  t.match(row, /<td class="num">4<\/td><td class="num">2<\/td><td>otp\.\*<\/td>/, 'with the weights and priority event types set for it');
+  t.match(row, /<td><a href="\/ops\/clients\/[^"]+" class="clip" title="[^"]+">newsletters<\/a><\/td><td><span class="clip" title="retail">retail<\/span><\/td><td>sms<\/td><td class="num" data-waiting="30">30<\/td>/, 'the client\'s 30 waiting sms');
+  t.match(row, /<td class="num">4<\/td><td class="num">2<\/td><td><span class="clip" title="otp\.\*">otp\.\*<\/span><\/td>/, 'with the weights and priority event types set for it');
   const waiting = [...page.text.matchAll(/data-waiting="(\d+)"/g)].map((m) => Number(m[1]));
   t.same(waiting, [...waiting].sort((a, b) => b - a), 'largest backlog first');
   const pace = /<tr data-provider="twilio">[\s\S]*?<\/tr>/.exec(page.text)?.[0] ?? '';

@@ -44,3 +44,17 @@ t.test('grant before the first sign-in, list, revoke; audited as cli', async (t)
   t.equal(bad.code, 2);
   t.match(bad.stderr, /usage: ens staff grant EMAIL/);
 });
+
+t.test('ens clients create, rotate-secret and disable are in the audit log as cli', async (t) => {
+  const created = await ens(['clients', 'create', '--name', 'billing-from-cli']);
+  t.match(created, { client_id: /.+/, client_secret: /.+/ });
+  await ens(['clients', 'rotate-secret', created.client_id]);
+  await ens(['clients', 'disable', created.client_id]);
+  const { rows } = await svc.rt.db.query(`SELECT actor, action, detail FROM audit_log WHERE target = $1 ORDER BY id`, [created.client_id]);
+  t.same(rows, [
+    { actor: 'cli', action: 'client.create', detail: { name: 'billing-from-cli', callback_secret: false } },
+    { actor: 'cli', action: 'client.rotate_secret', detail: {} },
+    { actor: 'cli', action: 'client.disable', detail: {} },
+  ]);
+  t.notOk(rows.some((r) => JSON.stringify(r).includes(created.client_secret)), 'no secret in the audit log');
+});

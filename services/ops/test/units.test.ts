@@ -10,7 +10,9 @@ import { parseLimits } from '../src/routes/clients.ts';
 import { parseRule } from '../src/routes/alerts.ts';
 import { isFiring } from '../src/alerts/evaluator.ts';
 import { opsConsole } from '../src/console.ts';
-import { duration } from '../src/views/components.ts';
+import { duration, time } from '../src/views/components.ts';
+import { contentFields, HIDDEN_FLOW, HIDDEN_SECRET } from '../src/views/message-content.ts';
+import { handoffIdsEnd } from '../src/queries/deliveries.ts';
 import { backlogPanel, backlogWarning } from '../src/views/backlog-panel.ts';
 import { BACKLOG_WARN_SECONDS, type Backlog } from '../src/queries/backlog.ts';
 
@@ -111,15 +113,66 @@ t.test('the backlog warning shows only past the threshold', async (t) => {
   t.match(panel, /<tr data-channel="sms"><th scope="row">sms<\/th>/);
 });
 
-t.test('without ENS_OPS_ISSUER every /ops/ URL answers 503 naming the variables', async (t) => {
-  const app = Fastify();
-  const rt = { config: { ops: null } } as unknown as Runtime;
+t.test('without ENS_OPS_ISSUER every /ops/ URL says so (404, not logged as an error), and the stylesheet and script are served', async (t) => {
+  const lines: { level: number; msg: string }[] = [];
+  const app = Fastify({ logger: { level: 'debug', stream: { write: (l: string) => void lines.push(JSON.parse(l)) } } });
+  const rt = { config: { ops: null }, logger: app.log } as unknown as Runtime;
   await app.register(opsConsole(rt), { prefix: '/ops' });
   t.teardown(() => app.close());
   for (const [method, url] of [['GET', '/ops/'], ['GET', '/ops'], ['GET', '/ops/clients'], ['POST', '/ops/clients'], ['GET', '/ops/api/summary']] as const) {
     const res = await app.inject({ method, url });
-    t.equal(res.statusCode, 503, `${method} ${url}`);
+    t.equal(res.statusCode, 404, `${method} ${url}: 404, not a 5xx the API's request log reports as an error`);
     t.match(res.body, /The console is not configured/);
     t.match(res.body, /ENS_OPS_ISSUER[\s\S]*ENS_OPS_CLIENT_ID[\s\S]*ENS_OPS_CLIENT_SECRET/);
+    t.match(res.body, /<link rel="stylesheet" href="\/ops\/assets\/console.css">/, 'the page links the stylesheet');
   }
+  const css = await app.inject({ method: 'GET', url: '/ops/assets/console.css' });
+  t.equal(css.statusCode, 200, 'the stylesheet is served');
+  t.match(css.headers['content-type'], /text\/css/);
+  t.match(css.body, /\.table-scroll/);
+  const js = await app.inject({ method: 'GET', url: '/ops/assets/console.js' });
+  t.equal(js.statusCode, 200, 'the script is served');
+  t.match(js.headers['content-type'], /javascript/);
+  t.equal((await app.inject({ method: 'GET', url: '/ops/assets/constructor' })).statusCode, 404, 'only the two assets');
+  t.same(lines.filter((l) => l.level >= 40).map((l) => l.msg), [], 'nothing logged at warn or error');
+  t.ok(lines.some((l) => l.level === 30 && /not configured/.test(l.msg)), 'one info line says the console is not configured');
+});
+
+t.test('times: to the second in lists, to the millisecond on a delivery\'s page', async (t) => {
+  const iso = '2026-11-25T11:25:56.123456+00:00';
+  t.equal(time(iso).value, `<time datetime="${iso}">2026-11-25 11:25:56 UTC</time>`);
+  t.equal(time(iso, { ms: true }).value, `<time datetime="${iso}">2026-11-25 11:25:56.123 UTC</time>`);
+  t.equal(time('2026-11-25T11:25:56Z', { ms: true }).value, '<time datetime="2026-11-25T11:25:56Z">2026-11-25 11:25:56.000 UTC</time>');
+});
+
+t.test('message content: images and likely secrets are left out, the rest shown', async (t) => {
+  const shown = contentFields('order.shipped', {
+    kind: 'rendered',
+    subject: 'Your order',
+    body: 'It shipped',
+    data: { order: '1001', auth_token: 'abc', api_key: 'k' },
+    inline_images: [{ cid: 'logo', media_type: 'image/png', size: 1234, storage_key: 'sha256-00' }],
+  });
+  t.same(shown, [
+    { name: 'kind', value: 'rendered' },
+    { name: 'subject', value: 'Your order' },
+    { name: 'body', value: 'It shipped' },
+    { name: 'data.order', value: '1001' },
+    { name: 'data.auth_token', value: HIDDEN_SECRET, hidden: true },
+    { name: 'data.api_key', value: HIDDEN_SECRET, hidden: true },
+    { name: 'inline image logo', value: 'image/png, 1234 bytes (not shown)', hidden: true },
+  ]);
+  t.notOk(JSON.stringify(shown).includes('sha256-00'), 'not even the storage key');
+  const otp = contentFields('auth.otp', { kind: 'template', template_name: 'otp', language: 'en', body_params: ['493021'], url_button_suffix: 'x9' });
+  t.same(otp.map((f) => [f.name, f.value]), [
+    ['kind', 'template'], ['template_name', 'otp'], ['language', 'en'], ['body_params[0]', HIDDEN_FLOW], ['url_button_suffix', HIDDEN_SECRET],
+  ], 'a sign-in flow\'s text is held back whole');
+  t.notOk(JSON.stringify(otp).includes('493021'));
+  t.same(contentFields('password.reset', { kind: 'rendered', body: 'reset: https://x/r?t=1' }).find((f) => f.name === 'body'), { name: 'body', value: HIDDEN_FLOW, hidden: true });
+});
+
+t.test('a handoff\'s delivery ids lie in a short range after its own', async (t) => {
+  // 0x0193_5f1a_2b3c ms + 10 s
+  t.equal(handoffIdsEnd('01935f1a-2b3c-7000-8000-000000000000'), `${(0x01935f1a2b3c + 10_000).toString(16).padStart(12, '0').replace(/^(.{8})(.{4})$/, '$1-$2')}-0000-0000-000000000000`);
+  t.ok(handoffIdsEnd('01935f1a-2b3c-7000-8000-000000000000') > '01935f1a-2b3c-7fff-bfff-ffffffffffff', 'past every id of the same millisecond');
 });

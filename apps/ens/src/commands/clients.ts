@@ -1,4 +1,5 @@
 import { CHANNELS, parsePriorityEventTypes, parseSendWeight, SchedulingStore, type Channel, type ClientRow, type Config, type Parsed } from '@ens/core';
+import { AuditLog } from '@ens/service-ops/staff';
 import { withAdminSession, type AdminSession } from './admin-session.ts';
 import { UsageError, print } from '../output.ts';
 
@@ -45,6 +46,14 @@ function option<T>(name: string, parsed: Parsed<T>): T {
 }
 
 /**
+ * What a command changed, in the console's audit log beside the console's own actions, with actor
+ * "cli" as `ens staff` writes it: an operator reading the log sees every client, however made.
+ */
+function audit(s: AdminSession, action: string, target: string, detail: Record<string, unknown> = {}): Promise<void> {
+  return new AuditLog(s.db).write({ actor: 'cli', action, target, detail });
+}
+
+/**
  * `ens clients create|list|rotate-secret|issue-callback-secret|disable|limits`. The arguments are
  * checked before the database is opened, so a mistyped command fails at once and touches nothing.
  */
@@ -61,7 +70,11 @@ function plan(config: Config, a: ClientsArgs): (s: AdminSession) => Promise<void
     case 'create': {
       const name = a.name;
       if (!name) throw new UsageError('usage: ens clients create --name NAME [--callback-secret]');
-      return async (s) => print(await s.clients.create(name, a.callbackSecret === true));
+      return async (s) => {
+        const issued = await s.clients.create(name, a.callbackSecret === true);
+        await audit(s, 'client.create', issued.client_id, { name, callback_secret: a.callbackSecret === true });
+        print(issued);
+      };
     }
     case 'list':
       return async (s) => {
@@ -77,12 +90,17 @@ function plan(config: Config, a: ClientsArgs): (s: AdminSession) => Promise<void
       };
     case 'rotate-secret': {
       const id = need(a.id, 'usage: ens clients rotate-secret CLIENT_ID');
-      return async (s) => print((await s.clients.rotateSecret(id)) ?? notFound(id));
+      return async (s) => {
+        const issued = (await s.clients.rotateSecret(id)) ?? notFound(id);
+        await audit(s, 'client.rotate_secret', id);
+        print(issued);
+      };
     }
     case 'issue-callback-secret': {
       const id = need(a.id, 'usage: ens clients issue-callback-secret CLIENT_ID');
       return async (s) => {
         const issued = (await s.clients.issueCallbackSecret(id)) ?? notFound(id);
+        await audit(s, 'client.issue_callback_secret', id);
         print({ client_id: issued.client_id, callback_secret: issued.callback_secret });
       };
     }
@@ -90,6 +108,7 @@ function plan(config: Config, a: ClientsArgs): (s: AdminSession) => Promise<void
       const id = need(a.id, 'usage: ens clients disable CLIENT_ID');
       return async (s) => {
         if (!(await s.clients.disable(id))) notFound(id);
+        await audit(s, 'client.disable', id);
         print({ client_id: id, disabled: true });
       };
     }
@@ -102,6 +121,7 @@ function plan(config: Config, a: ClientsArgs): (s: AdminSession) => Promise<void
       };
       return async (s) => {
         if (!(await s.clients.setLimits(id, limits))) notFound(id);
+        await audit(s, 'client.limits', id, { rate_limit: limits.rateLimit, daily_quota: limits.dailyQuota });
         const row = (await s.clients.get(id))!;
         print({ client_id: id, ...limitsOf(row), usage_today: await s.clients.usageToday(id) });
       };
@@ -122,6 +142,8 @@ function plan(config: Config, a: ClientsArgs): (s: AdminSession) => Promise<void
           notFound(id);
         }
         const now = (await store.get(id)) ?? notFound(id);
+        if (tenant !== undefined) await audit(s, 'tenant.weight', `${id}/${tenant}`, { weight });
+        else if (weight !== undefined || priorityEventTypes !== undefined) await audit(s, 'client.schedule', id, { weight: now.weight, priority_event_types: now.priorityEventTypes });
         print({ client_id: id, weight: now.weight, priority_event_types: now.priorityEventTypes, tenant_weights: now.tenantWeights });
       };
     }

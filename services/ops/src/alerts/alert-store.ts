@@ -14,6 +14,13 @@ export interface AlertRule {
   created_at: string;
   /** The open firing, when the rule fires now. */
   firing_since: string | null;
+  /** Muted now: evaluated, but nobody is notified. */
+  muted: boolean;
+  /** Until when (ISO), or null when muted until someone unmutes it (or not muted). */
+  muted_until: string | null;
+  muted_by: string | null;
+  updated_at: string | null;
+  updated_by: string | null;
 }
 
 export type NewAlertRule = Pick<AlertRule, 'name' | 'scope' | 'value' | 'window_minutes' | 'min_volume' | 'threshold_percent' | 'destination_kind' | 'destination'>;
@@ -33,7 +40,11 @@ export interface FiringRow {
 
 const RULE_COLUMNS = `r.id::text, r.name, r.scope, r.value, r.window_minutes, r.min_volume, r.threshold_percent::float8 AS threshold_percent,
   r.destination_kind, r.destination, r.created_by, ${isoSql('r.created_at')} AS created_at,
-  (SELECT ${isoSql('f.started_at')} FROM alert_firings f WHERE f.rule_id = r.id AND f.resolved_at IS NULL) AS firing_since`;
+  (SELECT ${isoSql('f.started_at')} FROM alert_firings f WHERE f.rule_id = r.id AND f.resolved_at IS NULL) AS firing_since,
+  coalesce(r.muted_until > now(), false) AS muted,
+  CASE WHEN r.muted_until > now() AND r.muted_until <> 'infinity' THEN ${isoSql('r.muted_until')} END AS muted_until,
+  CASE WHEN r.muted_until > now() THEN r.muted_by END AS muted_by,
+  ${isoSql('r.updated_at')} AS updated_at, r.updated_by`;
 
 export class AlertStore {
   constructor(private readonly db: Db) {}
@@ -59,6 +70,32 @@ export class AlertStore {
       [r.name, r.scope, r.value, r.window_minutes, r.min_volume, r.threshold_percent, r.destination_kind, r.destination, by],
     );
     return (await this.rule(rows[0]!.id))!;
+  }
+
+  /** Changes a rule's settings; returns the rule as it was and as it is, or null when there is none. */
+  async update(id: string, r: NewAlertRule, by: string): Promise<{ before: AlertRule; after: AlertRule } | null> {
+    const before = await this.rule(id);
+    if (!before) return null;
+    await this.db.query(
+      `UPDATE alert_rules SET name = $2, scope = $3, value = $4, window_minutes = $5, min_volume = $6, threshold_percent = $7,
+              destination_kind = $8, destination = $9, updated_at = now(), updated_by = $10 WHERE id = $1`,
+      [id, r.name, r.scope, r.value, r.window_minutes, r.min_volume, r.threshold_percent, r.destination_kind, r.destination, by],
+    );
+    return { before, after: (await this.rule(id))! };
+  }
+
+  /** Mutes a rule for `minutes`, or until unmuted (null); returns the rule, or null when there is none. */
+  async mute(id: string, minutes: number | null, by: string): Promise<AlertRule | null> {
+    const r = await this.db.query(
+      `UPDATE alert_rules SET muted_until = CASE WHEN $2::int IS NULL THEN 'infinity'::timestamptz ELSE now() + $2::int * interval '1 minute' END, muted_by = $3 WHERE id = $1`,
+      [id, minutes, by],
+    );
+    return r.rowCount ? this.rule(id) : null;
+  }
+
+  async unmute(id: string): Promise<AlertRule | null> {
+    const r = await this.db.query('UPDATE alert_rules SET muted_until = NULL, muted_by = NULL WHERE id = $1', [id]);
+    return r.rowCount ? this.rule(id) : null;
   }
 
   async delete(id: string): Promise<AlertRule | null> {

@@ -70,7 +70,10 @@ export async function evaluateAlerts(rt: Runtime): Promise<EvaluationResult> {
   return result;
 }
 
-/** Notifies each open firing not yet notified; a claim per try keeps two evaluators from both sending. */
+/**
+ * Notifies each open firing not yet notified; a claim per try keeps two evaluators from both
+ * sending. A muted rule's firings wait: if one is still open when the mute ends, it is notified then.
+ */
 async function notifyPending(rt: Runtime): Promise<string[]> {
   const { rows } = await rt.db.query(
     `SELECT f.id::text AS firing_id, f.notify_attempts, f.total, f.failed, f.rate_percent::float8 AS rate_percent,
@@ -78,7 +81,8 @@ async function notifyPending(rt: Runtime): Promise<string[]> {
             r.id::text AS rule_id, r.name, r.scope, r.value, r.window_minutes, r.min_volume, r.threshold_percent::float8 AS threshold_percent,
             r.destination_kind, r.destination
        FROM alert_firings f JOIN alert_rules r ON r.id = f.rule_id
-      WHERE f.resolved_at IS NULL AND f.notified_at IS NULL AND f.notify_attempts < $1`,
+      WHERE f.resolved_at IS NULL AND f.notified_at IS NULL AND f.notify_attempts < $1
+        AND (r.muted_until IS NULL OR r.muted_until <= now())`,
     [MAX_NOTIFY_ATTEMPTS],
   );
   const done: string[] = [];

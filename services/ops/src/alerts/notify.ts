@@ -15,6 +15,8 @@ export interface AlertNotice {
   failed: number;
   ratePercent: number;
   consoleUrl: string;
+  /** A test sent from the console: says so, and nothing is firing. */
+  test?: boolean;
 }
 
 const WEBHOOK_TIMEOUT_MS = 10_000;
@@ -22,6 +24,27 @@ const WEBHOOK_TIMEOUT_MS = 10_000;
 /** The alert email: plain words an on-call person can act on from a phone. */
 export function alertEmail(n: AlertNotice, to: string): Handoff {
   const what = `${n.rule.scope === 'event_type' ? 'event type' : 'tenant'} ${n.rule.value}`;
+  if (n.test) {
+    return {
+      tenant: ALERTS_TENANT,
+      event_type: ALERTS_EVENT_TYPE,
+      reference: `alert-test-${n.firingId}`,
+      messages: [
+        {
+          channel: 'email',
+          recipients: [to],
+          content: {
+            kind: 'rendered',
+            subject: `[ENS alert test] ${n.rule.name}`,
+            body:
+              `This is a test of the ENS alert "${n.rule.name}", sent from the console. Nothing is firing.\n\n` +
+              `When ${n.rule.threshold_percent}% or more of the deliveries of ${what} that end within ${n.rule.window_minutes} minutes fail ` +
+              `(with at least ${n.rule.min_volume} of them), this address gets an email like this one.\n\nConsole: ${n.consoleUrl}\n`,
+          },
+        },
+      ],
+    };
+  }
   return {
     tenant: ALERTS_TENANT,
     event_type: ALERTS_EVENT_TYPE,
@@ -74,8 +97,8 @@ export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): P
   try {
     const r = await acceptHandoff(rt.db, {
       clientId,
-      idempotencyKey: `alert-firing-${n.firingId}`,
-      requestHash: createHash('sha256').update(`alert-firing-${n.firingId}`).digest('base64url'),
+      idempotencyKey: `${n.test ? 'alert-test' : 'alert-firing'}-${n.firingId}`,
+      requestHash: createHash('sha256').update(`${n.test ? 'alert-test' : 'alert-firing'}-${n.firingId}`).digest('base64url'),
       responseBody: body,
       handoffId,
       tenant: handoff.tenant,
@@ -94,13 +117,29 @@ export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): P
   }
 }
 
+/** Sends a rule's destination a test notice now, by email or webhook as the rule says; throws what failed. */
+export async function sendTestNotice(rt: Runtime, rule: AlertNotice['rule'] & { destination_kind: 'email' | 'webhook'; destination: string }): Promise<void> {
+  const notice: AlertNotice = {
+    firingId: newId(),
+    rule: { id: rule.id, name: rule.name, scope: rule.scope, value: rule.value, window_minutes: rule.window_minutes, min_volume: rule.min_volume, threshold_percent: rule.threshold_percent },
+    startedAt: new Date().toISOString(),
+    total: 0,
+    failed: 0,
+    ratePercent: 0,
+    consoleUrl: `${rt.config.publicUrl}/ops/alerts/${rule.id}`,
+    test: true,
+  };
+  if (rule.destination_kind === 'email') await sendAlertEmail(rt, notice, rule.destination);
+  else await postAlertWebhook(rule.destination, notice, rt.config.allowPrivateCallbacks);
+}
+
 /** Posts the firing to a webhook, through the outbound guard (no private address, no redirect). */
 export async function postAlertWebhook(url: string, n: AlertNotice, allowPrivate: boolean): Promise<void> {
   const res = await guardedFetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'user-agent': 'ens-ops-alerts' },
     body: JSON.stringify({
-      type: 'ens.alert.firing',
+      type: n.test ? 'ens.alert.test' : 'ens.alert.firing',
       firing_id: n.firingId,
       rule: n.rule,
       started_at: n.startedAt,

@@ -51,3 +51,11 @@ export async function usageToday(db: Db, ids: string[]): Promise<Map<string, Rec
   }
   return out;
 }
+
+/** Client names by id, for the page's rows (one primary-key lookup per distinct id). */
+export async function clientNames(db: Pick<Db, 'query'>, ids: Iterable<string>): Promise<Map<string, string>> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; name: string }>('SELECT id, name FROM clients WHERE id = ANY($1::text[])', [unique]);
+  return new Map(rows.map((r) => [r.id, r.name]));
+}

@@ -5,19 +5,75 @@ import { isoSql, type Db } from '@ens/core/internal';
 export type DeadLetterRow = Omit<DeadLetter, 'created_at'>;
 
 export const DEAD_PAGE = 50;
+export const GROUPS_SHOWN = 100;
 
 /**
- * Dead-letter callbacks, oldest first (as `ens callbacks dead-letters` lists them), keyset-paged on
- * (updated_at, id) along the callbacks_dead index.
+ * Dead letters of one client, URL and last error: the same fault (a receiver down, a handler
+ * throwing the same error), replayed together once it is fixed. `key` names the group in links and
+ * forms, so a replay never needs a client id, URL or error typed or carried in a form.
  */
-export async function listDeadLetters(db: Db, opts: { clientId?: string; after: { at: string; id: string } | null }): Promise<{ rows: DeadLetterRow[]; next: string | null }> {
+export interface DeadLetterGroup {
+  key: string;
+  client_id: string;
+  url: string;
+  last_error: string | null;
+  count: number;
+  first_died: string;
+  last_died: string;
+  max_attempts: number;
+}
+
+/** The group key: an md5 of the three values, computed the same way wherever a group is named. */
+const GROUP_KEY = `md5(client_id || E'\\n' || url || E'\\n' || coalesce(last_error, E'\\x01'))`;
+
+/**
+ * Dead letters grouped, largest groups first, optionally of one client. Reads only dead rows,
+ * through the partial index callbacks_dead (client_id, updated_at) WHERE status = 'dead'.
+ */
+export async function listDeadLetterGroups(db: Db, opts: { clientId?: string }): Promise<{ groups: DeadLetterGroup[]; more: boolean; total: number }> {
+  const { rows } = await db.query<DeadLetterGroup & { total: number }>(
+    `SELECT ${GROUP_KEY} AS key, client_id, url, last_error, count(*)::int AS count, max(attempts)::int AS max_attempts,
+            ${isoSql('min(updated_at)')} AS first_died, ${isoSql('max(updated_at)')} AS last_died,
+            (sum(count(*)) OVER ())::int AS total
+       FROM callbacks WHERE status = 'dead' AND ($1::text IS NULL OR client_id = $1)
+      GROUP BY client_id, url, last_error
+      ORDER BY count(*) DESC, max(updated_at) DESC LIMIT $2`,
+    [opts.clientId ?? null, GROUPS_SHOWN + 1],
+  );
+  const total = rows[0]?.total ?? 0;
+  return { groups: rows.slice(0, GROUPS_SHOWN).map(({ total: _t, ...g }) => g), more: rows.length > GROUPS_SHOWN, total };
+}
+
+/** The group named by key, or null when it has no dead letter left. */
+export async function findDeadLetterGroup(db: Db, key: string): Promise<DeadLetterGroup | null> {
+  const { rows } = await db.query<DeadLetterGroup>(
+    `SELECT ${GROUP_KEY} AS key, client_id, url, last_error, count(*)::int AS count, max(attempts)::int AS max_attempts,
+            ${isoSql('min(updated_at)')} AS first_died, ${isoSql('max(updated_at)')} AS last_died
+       FROM callbacks WHERE status = 'dead' AND ${GROUP_KEY} = $1
+      GROUP BY client_id, url, last_error`,
+    [key],
+  );
+  return rows[0] ?? null;
+}
+
+/** The ids of a group's dead letters, to replay them (CallbackStore.replay checks each is still dead). */
+export async function deadLetterIdsOfGroup(db: Db, key: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(`SELECT id::text FROM callbacks WHERE status = 'dead' AND ${GROUP_KEY} = $1`, [key]);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * One group's dead letters, oldest first (as `ens callbacks dead-letters` lists them), keyset-paged
+ * on (updated_at, id).
+ */
+export async function listDeadLetters(db: Db, opts: { group: string; after: { at: string; id: string } | null }): Promise<{ rows: DeadLetterRow[]; next: string | null }> {
   const { rows } = await db.query<DeadLetterRow>(
     `SELECT id::text, delivery_id::text, client_id, url, attempts, last_error, ${isoSql('updated_at')} AS updated_at
        FROM callbacks
-      WHERE status = 'dead' AND ($1::text IS NULL OR client_id = $1)
+      WHERE status = 'dead' AND ${GROUP_KEY} = $1
         AND ($2::timestamptz IS NULL OR (callbacks.updated_at, callbacks.id) > ($2::timestamptz, $3::uuid))
       ORDER BY callbacks.updated_at, callbacks.id LIMIT $4`,
-    [opts.clientId ?? null, opts.after?.at ?? null, opts.after?.id ?? null, DEAD_PAGE + 1],
+    [opts.group, opts.after?.at ?? null, opts.after?.id ?? null, DEAD_PAGE + 1],
   );
   const page = rows.slice(0, DEAD_PAGE);
   const last = page[page.length - 1];

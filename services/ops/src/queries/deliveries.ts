@@ -79,24 +79,62 @@ export async function searchDeliveries(db: Db, f: DeliveryFilters): Promise<{ ro
   }
 }
 
+export interface SiblingRow {
+  id: string;
+  channel: string;
+  recipient: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+}
+
 export interface DeliveryDetail {
   delivery: Record<string, unknown>;
+  /** The stored content of the delivery's channel (inline images as storage keys). */
+  content: Record<string, unknown> | null;
+  /** The other deliveries of its handoff, in id order (at most SIBLINGS_SHOWN). */
+  siblings: SiblingRow[];
+  siblingsMore: boolean;
   attempts: Record<string, unknown>[];
   events: Record<string, unknown>[];
   callbacks: (Record<string, unknown> & { attempts_list: Record<string, unknown>[] })[];
 }
+
+export const SIBLINGS_SHOWN = 100;
+
+/** How long after its handoff id a handoff's delivery ids can be made: they are made in one loop, right after it. */
+const HANDOFF_ID_SPAN_MS = 10_000;
+
+/**
+ * The first UUIDv7 past a handoff's deliveries. The accept path makes the handoff id and then its
+ * delivery ids in one synchronous loop in one process, and UUIDv7s from one process only grow, so
+ * a handoff's deliveries lie between its id and this one: a short range of the primary key.
+ * (deliveries has no index on handoff_id, and one would cost every accept a write.)
+ */
+export function handoffIdsEnd(handoffId: string): string {
+  const ms = parseInt(handoffId.replace(/-/g, '').slice(0, 12), 16) + HANDOFF_ID_SPAN_MS;
+  const h = ms.toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+const SIBLINGS_SQL = `
+SELECT id::text, channel, recipient, status, attempts, last_error FROM deliveries
+ WHERE deliveries.id > $1::uuid AND deliveries.id < $3::uuid AND handoff_id = $1::uuid AND deliveries.id <> $2::uuid
+ ORDER BY deliveries.id LIMIT $4`;
 
 export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail | null> {
   const d = await db.query(
     `SELECT d.id::text, d.handoff_id::text, d.client_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, d.status, d.attempts,
             d.provider, d.provider_message_id, ${isoSql('d.created_at')} AS created_at, ${isoSql('d.updated_at')} AS updated_at,
             ${isoSql('d.sent_at')} AS sent_at, ${isoSql('d.delivered_at')} AS delivered_at, ${isoSql('d.read_at')} AS read_at,
-            ${isoSql('d.next_attempt_at')} AS next_attempt_at, d.last_error, h.callback_url
+            ${isoSql('d.next_attempt_at')} AS next_attempt_at, d.last_error, h.callback_url, ${isoSql('h.created_at')} AS handoff_created_at,
+            h.messages -> d.channel AS content
        FROM deliveries d JOIN handoffs h ON h.id = d.handoff_id WHERE d.id = $1`,
     [id],
   );
   if (!d.rows[0]) return null;
-  const [attempts, events, callbacks, cbAttempts] = await Promise.all([
+  const handoffId = d.rows[0].handoff_id as string;
+  const [attempts, events, callbacks, cbAttempts, siblings] = await Promise.all([
     db.query(
       `SELECT number, provider, outcome, error, provider_message_id, ${isoSql('started_at')} AS started_at, ${isoSql('finished_at')} AS finished_at
          FROM attempts WHERE delivery_id = $1 ORDER BY number`,
@@ -117,9 +155,14 @@ export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail |
          FROM callback_attempts a JOIN callbacks c ON c.id = a.callback_id WHERE c.delivery_id = $1 ORDER BY a.callback_id, a.number`,
       [id],
     ),
+    db.query<SiblingRow>(SIBLINGS_SQL, [handoffId, id, handoffIdsEnd(handoffId), SIBLINGS_SHOWN + 1]),
   ]);
+  const { content, ...delivery } = d.rows[0];
   return {
-    delivery: d.rows[0],
+    delivery,
+    content: content ?? null,
+    siblings: siblings.rows.slice(0, SIBLINGS_SHOWN),
+    siblingsMore: siblings.rows.length > SIBLINGS_SHOWN,
     attempts: attempts.rows,
     events: events.rows,
     callbacks: callbacks.rows.map((c) => ({ ...c, attempts_list: cbAttempts.rows.filter((a) => a.callback_id === c.id) })),

@@ -11,6 +11,8 @@ export interface WaitingFlow {
   client_weight: number;
   tenant_weight: number;
   priority_event_types: string[];
+  /** ENS's own alert traffic (the internal alert client and tenant), labelled apart from customers'. */
+  internal?: boolean;
 }
 
 /** A paced provider, as its last reservation left it. */

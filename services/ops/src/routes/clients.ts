@@ -3,7 +3,8 @@ import { CHANNELS, MAX_SEND_WEIGHT, parsePriorityEventTypes, parseSendWeight, Sc
 import { claimSubmission, newSubmissionId, recordSubmission } from '../form-submissions.ts';
 import { listClients, usageToday, type ClientListRow } from '../queries/clients.ts';
 import { actorOf, formValue, pageContext, queryValue, redirectWithFlash, sendPage, type ConsoleDeps } from '../request-context.ts';
-import { actionButton, field, orDash, pager, query, time } from '../views/components.ts';
+import { loadInternalTraffic } from '../queries/internal-client.ts';
+import { actionButton, clip, field, pager, query, scrollable, stacked, time } from '../views/components.ts';
 import { html, raw, type Html } from '../views/html.ts';
 import { consolePage, csrfField } from '../views/layout.ts';
 
@@ -38,22 +39,31 @@ ${field({ name: 'name', label: 'Name', value: values.name, error, required: true
 </form>`;
 }
 
-function clientsTable(deps: ConsoleDeps, rows: ClientListRow[]): Html {
-  return html`<table id="clients">
-<caption>Clients, oldest first. Usage is today's (UTC) deliveries; quota 0 is unlimited.</caption>
-<thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">State</th><th scope="col">Callback secret</th><th scope="col">Rate limit</th>
-${CHANNELS.map((c) => html`<th scope="col" class="num">${c}: used / quota</th>`)}<th scope="col">Created</th></tr></thead>
+/** Usage against quota in a few characters: ∞ for no quota, * for the deployment's default. */
+function compactLimits(deps: ConsoleDeps, r: { rate_limit: number | null; daily_quota: Record<string, number> }): { rate: string; quotas: Record<string, string> } {
+  const q = (n: number) => (n === 0 ? '∞' : String(n));
+  return {
+    rate: `${r.rate_limit ?? deps.rt.config.rateLimit}/s${r.rate_limit === null ? '*' : ''}`,
+    quotas: Object.fromEntries(CHANNELS.map((c) => [c, `${q(r.daily_quota[c] ?? deps.rt.config.dailyQuota)}${r.daily_quota[c] === undefined ? '*' : ''}`])),
+  };
+}
+
+function clientsTable(deps: ConsoleDeps, rows: ClientListRow[], internalIds: string[]): Html {
+  return scrollable('Clients', html`<table id="clients">
+<caption>Clients, oldest first. Per channel: deliveries today (UTC) / daily quota; ∞ no quota, * the default.</caption>
+<thead><tr><th scope="col">Name <span class="sub-h">/ client id</span></th><th scope="col">State</th><th scope="col">Callback secret</th><th scope="col" class="num">Rate limit</th>
+${CHANNELS.map((c) => html`<th scope="col" class="num">${c}</th>`)}<th scope="col">Created</th></tr></thead>
 <tbody>
-${rows.length === 0 ? html`<tr><td colspan="${6 + CHANNELS.length}" class="muted">No client yet.</td></tr>` : ''}
+${rows.length === 0 ? html`<tr><td colspan="${5 + CHANNELS.length}" class="muted">No client yet.</td></tr>` : ''}
 ${rows.map((r) => {
-  const l = limitsText(deps, r);
-  return html`<tr data-client-id="${r.id}"><td><a href="/ops/clients/${encodeURIComponent(r.id)}">${r.name}</a></td><td><code>${r.id}</code></td>
+  const l = compactLimits(deps, r);
+  return html`<tr data-client-id="${r.id}"><td>${stacked(html`<a class="clip" href="/ops/clients/${encodeURIComponent(r.id)}" title="${r.name}">${r.name}</a>${internalIds.includes(r.id) ? html` <span class="badge internal">ENS internal</span>` : ''}`, html`<code class="id">${r.id}</code>`)}</td>
 <td>${r.disabled ? html`<span class="badge status-failed">disabled</span>` : html`<span class="badge status-sent">active</span>`}</td>
-<td>${r.has_callback_secret ? 'yes' : 'no'}</td><td>${l.rate}</td>
+<td>${r.has_callback_secret ? 'yes' : 'no'}</td><td class="num">${l.rate}</td>
 ${CHANNELS.map((c) => html`<td class="num">${r.usage[c] ?? 0} / ${l.quotas[c]}</td>`)}<td>${time(r.created_at)}</td></tr>`;
 })}
 </tbody>
-</table>`;
+</table>`);
 }
 
 function secretPage(title: string, issued: IssuedClient, clientName: string | null): Html {
@@ -116,11 +126,11 @@ ${c.disabled ? '' : actionButton(`/ops/clients/${id}/disable`, 'Disable client',
 
 <section aria-labelledby="usage-h">
 <h2 id="usage-h">Usage today and limits</h2>
-<table id="usage">
+${scrollable('Usage today and limits', html`<table id="usage">
 <caption>Deliveries created today (UTC) against the daily quota; 0 or unlimited means no quota</caption>
 <thead><tr><th scope="col">Channel</th><th scope="col" class="num">Used today</th><th scope="col">Daily quota</th></tr></thead>
 <tbody>${CHANNELS.map((ch) => html`<tr data-channel="${ch}"><th scope="row">${ch}</th><td class="num">${usage[ch] ?? 0}</td><td>${l.quotas[ch]}</td></tr>`)}</tbody>
-</table>
+</table>`)}
 <p>Request rate limit: ${l.rate}</p>
 <form id="limits" method="post" action="/ops/clients/${id}/limits" class="card" aria-labelledby="limits-h">
 <h3 id="limits-h">Change limits</h3>
@@ -148,17 +158,17 @@ ${field({ name: 'priority_event_types', label: 'Priority event types', value: v.
 <section aria-labelledby="tenants-h">
 <h2 id="tenants-h">Tenants</h2>
 <p class="muted">A tenant's weight is its share of its client's sends while several of the client's tenants have deliveries waiting.</p>
-<table id="tenants">
+${scrollable('Tenants', html`<table id="tenants">
 <caption>Tenants of this client, by id</caption>
 <thead><tr><th scope="col">Tenant</th><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Deliveries</th><th scope="col">Weight</th></tr></thead>
 <tbody>
 ${tenants.length === 0 ? html`<tr><td colspan="5" class="muted">No tenant.</td></tr>` : ''}
 ${tenants.map(
   (t) =>
-    html`<tr data-tenant="${t.tenant}"><td><code>${t.tenant}</code></td><td>${orDash(t.name)}</td><td>${time(t.created_at)}</td><td><a href="/ops/deliveries${query({ client: c.id, tenant: t.tenant })}">Search</a></td><td><form class="inline-form" method="post" action="/ops/clients/${id}/tenants/${encodeURIComponent(t.tenant)}/weight">${csrfField(csrf)}<input name="weight" value="${String(schedule.tenantWeights[t.tenant] ?? 1)}" size="3" inputmode="numeric" aria-label="Weight of tenant ${t.tenant}"> <button type="submit" class="button button-small">Save</button></form></td></tr>`,
+    html`<tr data-tenant="${t.tenant}"><td><code class="clip" title="${t.tenant}">${t.tenant}</code></td><td>${clip(t.name)}</td><td>${time(t.created_at)}</td><td><a href="/ops/deliveries${query({ client: c.id, tenant: t.tenant })}">Search</a></td><td><form class="inline-form" method="post" action="/ops/clients/${id}/tenants/${encodeURIComponent(t.tenant)}/weight">${csrfField(csrf)}<input name="weight" value="${String(schedule.tenantWeights[t.tenant] ?? 1)}" size="3" inputmode="numeric" aria-label="Weight of tenant ${t.tenant}"> <button type="submit" class="button button-small">Save</button></form></td></tr>`,
 )}
 </tbody>
-</table>
+</table>`)}
 ${pager(tenantsNext, (a) => `/ops/clients/${id}${query({ tenants_after: a })}`)}
 </section>`;
 }
@@ -189,7 +199,7 @@ export function clientRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
 
   const renderList = async (req: FastifyRequest, reply: FastifyReply, status: number, form: { name: string; callback: boolean }, error?: string) => {
     const after = parseCursor(queryValue(req.query, 'after'));
-    const { rows, next } = await listClients(rt.db, after);
+    const [{ rows, next }, internal] = await Promise.all([listClients(rt.db, after), loadInternalTraffic(rt.db)]);
     const ctx = pageContext(req, reply, deps, 'clients');
     return sendPage(
       reply,
@@ -197,7 +207,7 @@ export function clientRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
       consolePage(ctx, 'Clients', html`<h1>Clients</h1>
 ${error ? html`<p class="error-summary" role="alert">The client was not created: fix the marked field.</p>` : ''}
 ${createForm(ctx.csrf, form, error)}
-${clientsTable(deps, rows)}
+${clientsTable(deps, rows, internal.clientIds)}
 ${pager(next, (a) => `/ops/clients${query({ after: a })}`)}`),
     );
   };

@@ -1,42 +1,60 @@
 import type { FastifyInstance } from 'fastify';
 import { CHANNELS } from '@ens/core';
 import { loadSummary, STATUSES, type ByChannel, type FiringAlert, type Summary } from '../queries/summary.ts';
-import { pageContext, sendPage, type ConsoleDeps } from '../request-context.ts';
+import { ALERTS_CLIENT_NAME } from '../alerts/notify.ts';
+import { pageContext, queryValue, sendPage, type ConsoleDeps } from '../request-context.ts';
+import { seriesPanel } from '../views/time-series.ts';
 import { backlogPanel, backlogWarning } from '../views/backlog-panel.ts';
 import { fairDeliveryPanel } from '../views/fair-delivery-panel.ts';
-import { channelChart, percent, query, time } from '../views/components.ts';
+import { clientLink, clip, percent, query, scrollable, time } from '../views/components.ts';
+
+/** How often the dashboard reloads its numbers, unless ?refresh= says otherwise. */
+const REFRESH_SECONDS = 30;
 import { html, type Html } from '../views/html.ts';
 import { consolePage } from '../views/layout.ts';
 
 function channelTable(id: string, caption: string, counts: ByChannel): Html {
-  return html`<table id="${id}">
+  return scrollable(caption, html`<table id="${id}">
 <caption>${caption}</caption>
-<thead><tr><th scope="col">Channel</th>${STATUSES.map((s) => html`<th scope="col" class="num">${s}</th>`)}<th scope="col" class="num">total</th></tr></thead>
+<thead><tr><th scope="col">Channel</th>${STATUSES.map((s) => html`<th scope="col" class="num">${s}</th>`)}<th scope="col" class="num">total</th><th scope="col" class="num">failure rate</th></tr></thead>
 <tbody>
 ${CHANNELS.map((c) => {
   const row = counts[c] ?? { pending: 0, sent: 0, failed: 0 };
   const total = STATUSES.reduce((s, st) => s + row[st], 0);
-  return html`<tr data-channel="${c}"><th scope="row">${c}</th>${STATUSES.map((s) => html`<td data-status="${s}">${row[s]}</td>`)}<td class="num">${total}</td></tr>`;
+  const ended = row.sent + row.failed;
+  return html`<tr data-channel="${c}"><th scope="row">${c}</th>${STATUSES.map((s) => html`<td data-status="${s}">${row[s]}</td>`)}<td class="num">${total}</td><td class="num" data-rate>${percent(ended === 0 ? null : Math.round((row.failed / ended) * 10000) / 100)}</td></tr>`;
 })}
 </tbody>
-</table>`;
+</table>`);
 }
 
 export function firingTable(alerts: FiringAlert[]): Html {
   if (alerts.length === 0) return html`<p class="ok-note">No alert is firing.</p>`;
-  return html`<table id="firing-alerts">
+  return scrollable('Alerts firing now', html`<table id="firing-alerts">
 <caption>Alerts firing now</caption>
 <thead><tr><th scope="col">Rule</th><th scope="col">Watches</th><th scope="col" class="num">Failure rate</th><th scope="col" class="num">Threshold</th><th scope="col" class="num">Ended / failed</th><th scope="col">Since</th></tr></thead>
 <tbody>
-${alerts.map((a) => html`<tr data-rule-id="${a.rule_id}" class="firing"><td>${a.name}</td><td>${a.scope} <code>${a.value}</code></td><td class="num">${percent(a.rate_percent)}</td><td class="num">${percent(a.threshold_percent)}</td><td class="num">${a.total} / ${a.failed}</td><td>${time(a.started_at)}</td></tr>`)}
+${alerts.map((a) => html`<tr data-rule-id="${a.rule_id}" class="firing"><td>${clip(a.name)}</td><td>${a.scope === 'event_type' ? 'event type' : 'tenant'} ${clip(a.value)}</td><td class="num">${percent(a.rate_percent)}</td><td class="num">${percent(a.threshold_percent)}</td><td class="num">${a.total} / ${a.failed}</td><td>${time(a.started_at)}</td></tr>`)}
 </tbody>
-</table>`;
+</table>`);
 }
 
-function dashboard(s: Summary): Html {
+/** Where ENS's own alert emails are counted, apart from the customers' numbers. */
+function internalNote(s: Summary): Html {
+  const t = CHANNELS.reduce((a, c) => {
+    const r = s.internal.last_day[c];
+    return r ? { pending: a.pending + r.pending, sent: a.sent + r.sent, failed: a.failed + r.failed } : a;
+  }, { pending: 0, sent: 0, failed: 0 });
+  return html`<p class="muted" id="internal-traffic">Not counted above: ENS's own alert emails (client <code>${ALERTS_CLIENT_NAME}</code>, tenant <code>${s.internal.tenant}</code>), last 24 hours:
+<span data-count="sent">${t.sent}</span> sent, <span data-count="failed">${t.failed}</span> failed, <span data-count="pending">${t.pending}</span> pending.</p>`;
+}
+
+function dashboard(s: Summary, refreshSeconds: number): Html {
   const fr = s.failure_rates;
   return html`<h1>Dashboard</h1>
-<p class="muted">Numbers from the database at ${time(s.generated_at)}. Reload for fresh ones.</p>
+<div class="refresh-bar"><p class="muted" id="generated" data-live>Numbers from the database at ${time(s.generated_at)}; the page refreshes itself every ${refreshSeconds} s.</p>
+<button type="button" class="button secondary button-small" id="refresh-toggle" aria-pressed="false" hidden>Pause refresh</button></div>
+<div id="live" data-live data-refresh="${refreshSeconds}">
 ${backlogWarning(s.backlog_age)}
 
 <section id="alerts-firing" aria-labelledby="alerts-firing-h">
@@ -44,23 +62,29 @@ ${backlogWarning(s.backlog_age)}
 ${firingTable(s.alerts_firing)}
 </section>
 
-${backlogPanel(s.backlog_age)}
-
-${fairDeliveryPanel(s.waiting_flows, s.provider_paces, s.provider_window_minutes)}
+<section id="traffic" aria-labelledby="traffic-h">
+<h2 id="traffic-h">Deliveries per minute, last hour</h2>
+${seriesPanel(s.series.per_minute, 'minute', CHANNELS)}
+<h2 id="traffic-day-h">Deliveries per hour, last 24 hours</h2>
+${seriesPanel(s.series.per_hour, 'hour', CHANNELS)}
+</section>
 
 <section id="deliveries" aria-labelledby="deliveries-h" class="grid-2">
 <h2 id="deliveries-h" class="span-2">Deliveries by channel and status</h2>
 <div>
 <h3>Last hour</h3>
-${channelChart('Deliveries created in the last hour, by channel and status', s.deliveries.last_hour)}
 ${channelTable('deliveries-last-hour', 'Deliveries created in the last hour', s.deliveries.last_hour)}
 </div>
 <div>
 <h3>Last 24 hours</h3>
-${channelChart('Deliveries created in the last 24 hours, by channel and status', s.deliveries.last_day)}
 ${channelTable('deliveries-last-day', 'Deliveries created in the last 24 hours', s.deliveries.last_day)}
 </div>
+<div class="span-2">${internalNote(s)}</div>
 </section>
+
+${backlogPanel(s.backlog_age)}
+
+${fairDeliveryPanel(s.waiting_flows, s.provider_paces, s.provider_window_minutes)}
 
 <section id="callbacks-health" aria-labelledby="callbacks-h">
 <h2 id="callbacks-h">Callbacks</h2>
@@ -74,29 +98,29 @@ ${channelTable('deliveries-last-day', 'Deliveries created in the last 24 hours',
 <section id="failure-rates" aria-labelledby="failure-rates-h" class="grid-2">
 <h2 id="failure-rates-h" class="span-2">Failure rates, last 24 hours</h2>
 <p class="muted span-2">Failed deliveries among those that ended (sent or failed), most failures first; at most 20 rows each.</p>
-<table id="failures-by-event-type">
+${scrollable('Failure rates by event type', html`<table id="failures-by-event-type">
 <caption>By event type</caption>
 <thead><tr><th scope="col">Event type</th><th scope="col" class="num">Deliveries</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Failure rate</th></tr></thead>
 <tbody>
 ${fr.by_event_type.length === 0 ? html`<tr><td colspan="4" class="muted">No deliveries in the last 24 hours.</td></tr>` : ''}
-${fr.by_event_type.map((r) => html`<tr data-event-type="${r.event_type}"><td><a href="/ops/deliveries${query({ event_type: r.event_type, status: 'failed' })}">${r.event_type}</a></td><td class="num">${r.total}</td><td class="num">${r.failed}</td><td class="num">${percent(r.rate_percent)}</td></tr>`)}
+${fr.by_event_type.map((r) => html`<tr data-event-type="${r.event_type}"><td><a class="clip" title="${r.event_type}" href="/ops/deliveries${query({ event_type: r.event_type, status: 'failed' })}">${r.event_type}</a></td><td class="num">${r.total}</td><td class="num">${r.failed}</td><td class="num">${percent(r.rate_percent)}</td></tr>`)}
 </tbody>
-</table>
-<table id="failures-by-tenant">
+</table>`)}
+${scrollable('Failure rates by tenant', html`<table id="failures-by-tenant">
 <caption>By tenant</caption>
 <thead><tr><th scope="col">Tenant</th><th scope="col">Client</th><th scope="col" class="num">Deliveries</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Failure rate</th></tr></thead>
 <tbody>
 ${fr.by_tenant.length === 0 ? html`<tr><td colspan="5" class="muted">No deliveries in the last 24 hours.</td></tr>` : ''}
-${fr.by_tenant.map((r) => html`<tr data-tenant="${r.tenant}"><td><a href="/ops/deliveries${query({ tenant: r.tenant, client: r.client_id, status: 'failed' })}">${r.tenant}</a></td><td><a href="/ops/clients/${encodeURIComponent(r.client_id)}"><code>${r.client_id}</code></a></td><td class="num">${r.total}</td><td class="num">${r.failed}</td><td class="num">${percent(r.rate_percent)}</td></tr>`)}
+${fr.by_tenant.map((r) => html`<tr data-tenant="${r.tenant}" data-client="${r.client_id}"><td><a class="clip" title="${r.tenant}" href="/ops/deliveries${query({ tenant: r.tenant, client: r.client_id, status: 'failed' })}">${r.tenant}</a></td><td>${clientLink(r.client_id, r.client_name ?? undefined)}</td><td class="num">${r.total}</td><td class="num">${r.failed}</td><td class="num">${percent(r.rate_percent)}</td></tr>`)}
 </tbody>
-</table>
+</table>`)}
 </section>
 
 <section id="provider-health" aria-labelledby="provider-health-h">
 <h2 id="provider-health-h">Provider health, last ${s.provider_window_minutes} minutes</h2>
 ${s.providers.length === 0
   ? html`<p class="muted">No send attempts in the last ${s.provider_window_minutes} minutes.</p>`
-  : html`<table id="providers">
+  : scrollable('Send attempts per provider', html`<table id="providers">
 <caption>Send attempts per provider</caption>
 <thead><tr><th scope="col">Provider</th><th scope="col">State</th><th scope="col" class="num">Sent</th><th scope="col" class="num">Transient failures</th><th scope="col" class="num">Rate limited</th><th scope="col" class="num">Permanent failures</th><th scope="col" class="num">Lost</th><th scope="col" class="num">In flight</th></tr></thead>
 <tbody>
@@ -106,15 +130,19 @@ ${s.providers.map((p) => {
   return html`<tr data-provider="${p.provider}"><th scope="row"><code>${p.provider}</code></th><td><span class="badge ${troubled ? 'status-failed' : 'status-sent'}">${state}</span></td><td class="num">${p.sent}</td><td class="num">${p.transient}</td><td class="num">${p.rate_limited}</td><td class="num">${p.permanent}</td><td class="num">${p.lost}</td><td class="num">${p.in_flight}</td></tr>`;
 })}
 </tbody>
-</table>`}
+</table>`)}
 <p class="muted">"Taken out" comes from the fail-over state of the worker in this process; the counts come from the database.</p>
-</section>`;
+</section>
+</div>`;
 }
 
 export function dashboardRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   app.get('/', async (req, reply) => {
+    // ?refresh=N (2 to 3600 seconds) sets the self-refresh period; the default suits a wall screen.
+    const asked = Number(queryValue(req.query, 'refresh'));
+    const refresh = Number.isInteger(asked) && asked >= 2 && asked <= 3600 ? asked : REFRESH_SECONDS;
     const summary = await loadSummary(deps.rt.db);
-    return sendPage(reply, 200, consolePage(pageContext(req, reply, deps, 'dashboard'), 'Dashboard', dashboard(summary)));
+    return sendPage(reply, 200, consolePage(pageContext(req, reply, deps, 'dashboard'), 'Dashboard', dashboard(summary, refresh)));
   });
 
   app.get('/api/summary', async (_req, reply) => {

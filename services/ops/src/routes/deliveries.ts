@@ -2,10 +2,15 @@ import type { FastifyInstance } from 'fastify';
 import { CHANNELS } from '@ens/core';
 import { loadDelivery, searchDeliveries, SearchTooSlow, type DeliveryDetail, type DeliveryFilters, type DeliveryListRow } from '../queries/deliveries.ts';
 import { STATUSES } from '../queries/summary.ts';
-import { pageContext, queryValue, sendPage, type ConsoleDeps } from '../request-context.ts';
-import { field, orDash, pager, query, selectField, statusBadge, time } from '../views/components.ts';
+import { resendDelivery } from '../deliveries/resend.ts';
+import { newSubmissionId } from '../form-submissions.ts';
+import { actorOf, formValue, pageContext, queryValue, redirectWithFlash, sendPage, type ConsoleDeps } from '../request-context.ts';
+import { messageContent } from '../views/message-content.ts';
+import { clientNames } from '../queries/clients.ts';
+import { isInternal, loadInternalTraffic, type InternalTraffic } from '../queries/internal-client.ts';
+import { clamp, clientLink, clip, field, orDash, pager, query, scrollable, selectField, shortId, stacked, statusBadge, time } from '../views/components.ts';
 import { html, type Html } from '../views/html.ts';
-import { consolePage } from '../views/layout.ts';
+import { consolePage, csrfField, type PageContext } from '../views/layout.ts';
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -72,26 +77,37 @@ ${field({ name: 'until', label: 'Until', value: raw.until, error: errors.until, 
 </form>`;
 }
 
-function resultsTable(rows: DeliveryListRow[]): Html {
-  return html`<table id="deliveries">
+function resultsTable(rows: DeliveryListRow[], names: Map<string, string>, internal: InternalTraffic): Html {
+  return scrollable('Deliveries', html`<table id="deliveries">
 <caption>Deliveries, newest first</caption>
-<thead><tr><th scope="col">Delivery</th><th scope="col">Created</th><th scope="col">Status</th><th scope="col">Channel</th><th scope="col">Recipient</th><th scope="col">Tenant</th><th scope="col">Client</th><th scope="col">Event type</th><th scope="col">Reference</th><th scope="col" class="num">Attempts</th><th scope="col">Last error</th></tr></thead>
+<thead><tr><th scope="col">Delivery</th><th scope="col">Created</th><th scope="col">Status</th><th scope="col">Recipient <span class="sub-h">/ channel</span></th><th scope="col">Client <span class="sub-h">/ tenant</span></th><th scope="col">Event type <span class="sub-h">/ reference</span></th><th scope="col" class="num">Attempts</th><th scope="col">Last error</th></tr></thead>
 <tbody>
-${rows.length === 0 ? html`<tr><td colspan="11" class="muted">No delivery matches.</td></tr>` : ''}
+${rows.length === 0 ? html`<tr><td colspan="8" class="muted">No delivery matches.</td></tr>` : ''}
 ${rows.map((r) => html`<tr data-delivery-id="${r.id}">
-<td><a href="/ops/deliveries/${r.id}"><code>${r.id}</code></a></td><td>${time(r.created_at)}</td><td>${statusBadge(r.status)}</td><td>${r.channel}</td><td>${r.recipient}</td>
-<td>${r.tenant}</td><td><code>${r.client_id}</code></td><td>${r.event_type}</td><td>${orDash(r.reference)}</td><td class="num">${r.attempts}</td><td class="error-text">${orDash(r.last_error)}</td></tr>`)}
+<td><a href="/ops/deliveries/${r.id}">${shortId(r.id)}</a></td><td>${time(r.created_at)}</td><td>${statusBadge(r.status)}</td>
+<td>${stacked(clip(r.recipient), r.channel)}</td>
+<td>${stacked(clientLink(r.client_id, names.get(r.client_id), isInternal(internal, r.client_id, r.tenant)), clip(r.tenant))}</td>
+<td>${stacked(clip(r.event_type), clip(r.reference))}</td><td class="num">${r.attempts}</td><td class="error-text">${clamp(r.last_error)}</td></tr>`)}
 </tbody>
-</table>`;
+</table>`);
 }
 
-function detailPage(d: DeliveryDetail): Html {
+/** A callback's posts: the last one in a line, all of them (however many) behind a disclosure, so a row stays short. */
+function callbackAttempts(list: Record<string, unknown>[]): Html {
+  const last = list[list.length - 1]!;
+  const said = (a: Record<string, unknown>) => html`${a.http_status !== null ? html`HTTP ${a.http_status}` : ''}${a.error ? html` <span class="error-text">${a.error}</span>` : ''}`;
+  return html`<details class="attempts"><summary>${list.length} ${list.length === 1 ? 'post' : 'posts'}, last ${time(last.at as string, { ms: true })}</summary>
+<ol class="attempt-list">${list.map((a) => html`<li>#${a.number} ${time(a.at as string, { ms: true })}: ${said(a)}</li>`)}</ol></details>`;
+}
+
+function detailPage(d: DeliveryDetail, ctx: PageContext, clientName: string | undefined, internal: boolean): Html {
   const x = d.delivery as Record<string, string | number | null>;
+  const ms = (v: unknown) => time(v as string | null, { ms: true });
   const facts: [string, Html][] = [
     ['Status', statusBadge(String(x.status))],
     ['Channel', html`${x.channel}`],
     ['Recipient', html`${x.recipient}`],
-    ['Client', html`<a href="/ops/clients/${encodeURIComponent(String(x.client_id))}"><code>${x.client_id}</code></a>`],
+    ['Client', clientLink(String(x.client_id), clientName, internal)],
     ['Tenant', html`${x.tenant}`],
     ['Event type', html`${x.event_type}`],
     ['Reference', orDash(x.reference)],
@@ -99,50 +115,82 @@ function detailPage(d: DeliveryDetail): Html {
     ['Provider', orDash(x.provider)],
     ['Provider message id', orDash(x.provider_message_id)],
     ['Attempts', html`${x.attempts}`],
-    ['Created', time(x.created_at as string)],
-    ['Sent', time(x.sent_at as string | null)],
-    ['Delivered', time(x.delivered_at as string | null)],
-    ['Read', time(x.read_at as string | null)],
-    ['Last change (feed)', time(x.updated_at as string | null)],
-    ['Next attempt', x.status === 'pending' ? time(x.next_attempt_at as string) : html`<span class="muted">—</span>`],
+    ['Accepted (handoff)', ms(x.handoff_created_at)],
+    ['Created', ms(x.created_at)],
+    ['Sent', ms(x.sent_at)],
+    ['Delivered', ms(x.delivered_at)],
+    ['Read', ms(x.read_at)],
+    ['Last change (feed)', ms(x.updated_at)],
+    ['Next attempt', x.status === 'pending' ? ms(x.next_attempt_at) : html`<span class="muted">—</span>`],
     ['Last error', orDash(x.last_error)],
     ['Callback URL', orDash(x.callback_url)],
   ];
+  const resend =
+    x.status === 'pending'
+      ? html`<p class="muted">Resend becomes available once this delivery has ended.</p>`
+      : html`<form method="post" action="/ops/deliveries/${x.id}/resend" class="inline">
+${csrfField(ctx.csrf)}<input type="hidden" name="submission" value="${newSubmissionId()}">
+<button type="submit" class="button">Resend as a new delivery</button>
+</form>
+<p class="muted">Sends the same content to the same recipient as a new delivery of the same client, tenant, event type and reference, through the normal accept path (quotas apply). This delivery keeps its outcome; no callback is posted for the new one. The action is in the audit log.</p>`;
   return html`<h1>Delivery <code>${x.id}</code></h1>
-<p><a href="/ops/deliveries${query({ client: String(x.client_id), tenant: String(x.tenant) })}">Other deliveries of this tenant</a></p>
+<p><a href="/ops/deliveries${query({ client: String(x.client_id), tenant: String(x.tenant) })}">Other deliveries of this tenant</a>${x.reference ? html` · <a href="/ops/deliveries${query({ client: String(x.client_id), reference: String(x.reference) })}">Deliveries with this reference</a>` : ''}</p>
 <dl class="facts">${facts.map(([k, v]) => html`<div><dt>${k}</dt><dd>${v}</dd></div>`)}</dl>
 
+<section id="resend" aria-labelledby="resend-h" class="card">
+<h2 id="resend-h">Resend</h2>
+${resend}
+</section>
+
+<section aria-labelledby="content-h">
+<h2 id="content-h">Message content</h2>
+<p class="muted">As stored at accept time. Images and values that may be secrets are not shown.</p>
+${messageContent(String(x.event_type), d.content)}
+</section>
+
 <h2>Attempts</h2>
-<table id="attempts">
-<caption>Send attempts to providers</caption>
+${scrollable('Send attempts', html`<table id="attempts">
+<caption>Send attempts to providers (times in UTC, to the millisecond)</caption>
 <thead><tr><th scope="col" class="num">#</th><th scope="col">Provider</th><th scope="col">Outcome</th><th scope="col">Error</th><th scope="col">Provider message id</th><th scope="col">Started</th><th scope="col">Finished</th></tr></thead>
 <tbody>
 ${d.attempts.length === 0 ? html`<tr><td colspan="7" class="muted">No attempt yet.</td></tr>` : ''}
-${d.attempts.map((a) => html`<tr><td class="num">${a.number}</td><td><code>${a.provider}</code></td><td>${a.outcome ? statusBadge(String(a.outcome)) : html`<span class="muted">in flight</span>`}</td><td class="error-text">${orDash(a.error)}</td><td>${orDash(a.provider_message_id)}</td><td>${time(a.started_at as string)}</td><td>${time(a.finished_at as string | null)}</td></tr>`)}
+${d.attempts.map((a) => html`<tr><td class="num">${a.number}</td><td><code>${a.provider}</code></td><td>${a.outcome ? statusBadge(String(a.outcome)) : html`<span class="muted">in flight</span>`}</td><td class="error-text">${clamp(a.error as string | null)}</td><td>${clip(a.provider_message_id as string | null)}</td><td>${ms(a.started_at)}</td><td>${ms(a.finished_at)}</td></tr>`)}
 </tbody>
-</table>
+</table>`)}
 
 <h2>Provider updates</h2>
-<table id="events">
+${scrollable('Provider updates', html`<table id="events">
 <caption>Status reports from the provider (webhooks)</caption>
 <thead><tr><th scope="col">Kind</th><th scope="col">Occurred</th><th scope="col">Received</th><th scope="col">Detail</th></tr></thead>
 <tbody>
 ${d.events.length === 0 ? html`<tr><td colspan="4" class="muted">No report from the provider.</td></tr>` : ''}
-${d.events.map((e) => html`<tr><td>${statusBadge(String(e.kind))}</td><td>${time(e.occurred_at as string)}</td><td>${time(e.received_at as string)}</td><td>${orDash(e.detail)}</td></tr>`)}
+${d.events.map((e) => html`<tr><td>${statusBadge(String(e.kind))}</td><td>${ms(e.occurred_at)}</td><td>${ms(e.received_at)}</td><td>${clamp(e.detail as string | null)}</td></tr>`)}
 </tbody>
-</table>
+</table>`)}
 
 <h2>Callbacks</h2>
-<table id="callbacks">
+${scrollable('Callbacks', html`<table id="callbacks">
 <caption>Callback posts to the client</caption>
 <thead><tr><th scope="col">Callback</th><th scope="col">URL</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last error</th><th scope="col">Created</th></tr></thead>
 <tbody>
 ${d.callbacks.length === 0 ? html`<tr><td colspan="6" class="muted">No callback (none asked for, or the delivery has not ended).</td></tr>` : ''}
-${d.callbacks.map((c) => html`<tr data-callback-id="${c.id}"><td><code>${c.id}</code></td><td class="wrap">${c.url}</td><td>${statusBadge(String(c.status))}</td>
-<td>${c.attempts_list.length === 0 ? html`<span class="muted">none yet</span>` : html`<ol class="attempt-list">${c.attempts_list.map((a) => html`<li>#${a.number} ${time(a.at as string)}: ${a.http_status !== null ? html`HTTP ${a.http_status}` : ''}${a.error ? html` <span class="error-text">${a.error}</span>` : ''}</li>`)}</ol>`}</td>
-<td class="error-text">${orDash(c.last_error)}</td><td>${time(c.created_at as string)}</td></tr>`)}
+${d.callbacks.map((c) => html`<tr data-callback-id="${c.id}"><td>${shortId(String(c.id))}</td><td>${clamp(String(c.url), 'url')}</td><td>${statusBadge(String(c.status))}</td>
+<td>${c.attempts_list.length === 0 ? html`<span class="muted">none yet</span>` : callbackAttempts(c.attempts_list)}</td>
+<td class="error-text">${clamp(c.last_error as string | null)}</td><td>${ms(c.created_at)}</td></tr>`)}
 </tbody>
-</table>`;
+</table>`)}
+
+<section id="handoff" aria-labelledby="handoff-h">
+<h2 id="handoff-h">Other deliveries of this handoff</h2>
+${scrollable('Other deliveries of this handoff', html`<table id="handoff-deliveries">
+<caption>Handoff <code>${x.handoff_id}</code>: its other deliveries${d.siblingsMore ? ` (the first ${d.siblings.length})` : ''}</caption>
+<thead><tr><th scope="col">Delivery</th><th scope="col">Channel</th><th scope="col">Recipient</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th><th scope="col">Last error</th></tr></thead>
+<tbody>
+${d.siblings.length === 0 ? html`<tr><td colspan="6" class="muted">This delivery is the handoff's only one.</td></tr>` : ''}
+${d.siblings.map((o) => html`<tr data-delivery-id="${o.id}"><td><a href="/ops/deliveries/${o.id}">${shortId(o.id)}</a></td><td>${o.channel}</td><td>${clip(o.recipient)}</td><td>${statusBadge(o.status)}</td><td class="num">${o.attempts}</td><td class="error-text">${clamp(o.last_error)}</td></tr>`)}
+</tbody>
+</table>`)}
+</section>`;
 }
 
 export function deliveryRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
@@ -160,8 +208,9 @@ export function deliveryRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     }
     try {
       const { rows, next } = await searchDeliveries(deps.rt.db, filters);
+      const [names, internal] = await Promise.all([clientNames(deps.rt.db, rows.map((r) => r.client_id)), loadInternalTraffic(deps.rt.db)]);
       const { after: _after, ...keep } = raw;
-      return sendPage(reply, 200, consolePage(ctx, 'Deliveries', html`${head}${resultsTable(rows)}${pager(next, (a) => `/ops/deliveries${query({ ...keep, after: a })}`)}`));
+      return sendPage(reply, 200, consolePage(ctx, 'Deliveries', html`${head}${resultsTable(rows, names, internal)}${pager(next, (a) => `/ops/deliveries${query({ ...keep, after: a })}`)}`));
     } catch (e) {
       if (!(e instanceof SearchTooSlow)) throw e;
       return sendPage(
@@ -176,6 +225,26 @@ export function deliveryRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     const ctx = pageContext(req, reply, deps, 'deliveries');
     const d = UUID.test(req.params.id) ? await loadDelivery(deps.rt.db, req.params.id) : null;
     if (!d) return sendPage(reply, 404, consolePage(ctx, 'Delivery not found', html`<h1>Delivery not found</h1><p>No delivery has the id <code>${req.params.id}</code>.</p><p><a href="/ops/deliveries">Search deliveries</a></p>`));
-    return sendPage(reply, 200, consolePage(ctx, `Delivery ${req.params.id}`, detailPage(d)));
+    const clientId = String(d.delivery.client_id);
+    const [names, internal] = await Promise.all([clientNames(deps.rt.db, [clientId]), loadInternalTraffic(deps.rt.db)]);
+    return sendPage(reply, 200, consolePage(ctx, `Delivery ${req.params.id}`, detailPage(d, ctx, names.get(clientId), isInternal(internal, clientId, String(d.delivery.tenant)))));
+  });
+
+  app.post<{ Params: { id: string } }>('/deliveries/:id/resend', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const back = `/ops/deliveries/${encodeURIComponent(req.params.id)}`;
+    if (!UUID.test(req.params.id)) return redirectWithFlash(reply, deps, '/ops/deliveries', 'No such delivery.');
+    const submission = formValue(req.body, 'submission');
+    if (!/^[A-Za-z0-9_-]{22}$/.test(submission)) return redirectWithFlash(reply, deps, back, 'The form is damaged: reload the page and try again. Nothing was sent.');
+    const r = await resendDelivery(deps.rt, req.params.id, submission);
+    if (!r.ok) return redirectWithFlash(reply, deps, back, `Not resent: ${r.detail}`);
+    if (!r.replayed) {
+      await deps.audit.write({ ...actorOf(req), action: 'delivery.resend', target: req.params.id, detail: { new_delivery_id: r.deliveryId, handoff_id: r.handoffId } });
+    }
+    return redirectWithFlash(
+      reply,
+      deps,
+      `/ops/deliveries/${r.deliveryId}`,
+      r.replayed ? 'That resend was already made (the form was sent twice): this is the delivery it created.' : `Resent as this new delivery, from ${req.params.id}.`,
+    );
   });
 }

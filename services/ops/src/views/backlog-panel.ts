@@ -1,5 +1,5 @@
 import type { Backlog, ChannelBacklog } from '../queries/backlog.ts';
-import { duration } from './components.ts';
+import { duration, scrollable } from './components.ts';
 import { html, type Html } from './html.ts';
 
 function ageCell(kind: 'delivery' | 'callback', seconds: number, warnSeconds: number): Html {
@@ -25,13 +25,13 @@ export function backlogPanel(b: Backlog): Html {
   return html`<section id="backlog" aria-labelledby="backlog-h">
 <h2 id="backlog-h">Backlog</h2>
 <p class="muted">How long the oldest delivery due for a send, and the oldest callback due for a post, have waited without a process taking them, across every process of the deployment. Healthy, they stay at a few seconds. Past ${duration(b.warn_seconds)}, work is waiting and no worker is taking it: check the worker processes' <code>/readyz</code> (the callbacks processes' for callbacks).</p>
-<table id="backlog-ages">
+${scrollable('Oldest waiting work per channel', html`<table id="backlog-ages">
 <caption>Oldest waiting work per channel</caption>
 <thead><tr><th scope="col">Channel</th><th scope="col" class="num">Oldest delivery waiting</th><th scope="col" class="num">Oldest callback waiting</th><th scope="col">State</th></tr></thead>
 <tbody>
 ${b.channels.map((c) => row(c, b.warn_seconds))}
 </tbody>
-</table>
+</table>`)}
 </section>`;
 }
 

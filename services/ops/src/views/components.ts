@@ -1,4 +1,3 @@
-import { CHANNELS } from '@ens/core';
 import { html, raw, type Html } from './html.ts';
 
 export function statusBadge(status: string | null | undefined): Html {
@@ -6,11 +5,50 @@ export function statusBadge(status: string | null | undefined): Html {
   return html`<span class="badge status-${status.replace(/[^a-z_]/g, '')}">${status}</span>`;
 }
 
-/** ISO timestamps shown to the second, in UTC, with the full value in a machine-readable <time>. */
-export function time(iso: string | null | undefined): Html {
+/**
+ * ISO timestamps shown in UTC, with the full value in a machine-readable <time> that never wraps.
+ * To the second in lists; to the millisecond where the order of events matters (a delivery's page).
+ */
+export function time(iso: string | null | undefined, opts: { ms?: boolean } = {}): Html {
   if (!iso) return html`<span class="muted">—</span>`;
-  const shown = iso.replace('T', ' ').replace(/\.\d+/, '').replace(/\+00:00$|Z$/, ' UTC');
+  const fraction = /\.(\d+)/.exec(iso)?.[1] ?? '';
+  const base = iso.replace('T', ' ').replace(/\.\d+/, '').replace(/\+00:00$|Z$/, '');
+  const shown = opts.ms ? `${base}.${fraction.padEnd(3, '0').slice(0, 3)} UTC` : `${base} UTC`;
   return html`<time datetime="${iso}">${shown}</time>`;
+}
+
+/**
+ * An id in a table: UUIDv7s share their leading (time) digits, so the last eight are shown, and
+ * the whole id is there for screen readers, search and copy (visually hidden).
+ */
+export function shortId(id: string): Html {
+  if (id.length <= 12) return html`<code class="id">${id}</code>`;
+  return html`<code class="id" title="${id}"><span aria-hidden="true">…${id.slice(-8)}</span><span class="visually-hidden">${id}</span></code>`;
+}
+
+/** Text that may be long (recipients, references, event types) on one line, cut with an ellipsis; the whole text in the title. */
+export function clip(v: string | null | undefined): Html {
+  if (v === null || v === undefined || v === '') return html`<span class="muted">—</span>`;
+  return html`<span class="clip" title="${v}">${v}</span>`;
+}
+
+/** Long free text (errors, URLs) on at most two lines; the whole text in the title and on the detail page. */
+export function clamp(v: string | null | undefined, cls = ''): Html {
+  if (v === null || v === undefined || v === '') return html`<span class="muted">—</span>`;
+  return html`<span class="clamp${cls ? ` ${cls}` : ''}" title="${v}">${v}</span>`;
+}
+
+/** A cell of two lines: the main value and a muted second one (a client and its tenant, a recipient and its channel). */
+export function stacked(main: Html | string, sub: Html | string): Html {
+  return html`<span class="stack">${main}<span class="sub">${sub}</span></span>`;
+}
+
+/**
+ * Every table sits in a region that scrolls sideways on its own when the window is narrower than
+ * the table, so the page itself never does; the region is focusable so keyboard users can scroll it.
+ */
+export function scrollable(label: string, table: Html): Html {
+  return html`<div class="table-scroll" role="region" aria-label="${label}" tabindex="0">${table}</div>`;
 }
 
 export function orDash(v: unknown): Html {
@@ -64,50 +102,12 @@ ${o.options.map((op) => html`<option value="${op.value}"${op.value === (o.value 
 }
 
 /** A one-button form posting to a console action. */
-export function actionButton(action: string, label: string, csrf: string, opts: { danger?: boolean; hidden?: Record<string, string> } = {}): Html {
+export function actionButton(action: string, label: string, csrf: string, opts: { danger?: boolean; secondary?: boolean; hidden?: Record<string, string> } = {}): Html {
   return html`<form method="post" action="${action}" class="inline">
 <input type="hidden" name="_csrf" value="${csrf}">
 ${Object.entries(opts.hidden ?? {}).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
-<button type="submit" class="button${opts.danger ? ' danger' : ''}">${label}</button>
+<button type="submit" class="button${opts.danger ? ' danger' : opts.secondary ? ' secondary' : ''}">${label}</button>
 </form>`;
-}
-
-const STATUS_ORDER = ['sent', 'pending', 'failed'] as const;
-const BAR_CLASS: Record<string, string> = { sent: 'bar-sent', pending: 'bar-pending', failed: 'bar-failed' };
-
-/**
- * Horizontal stacked bars per channel (sent, pending, failed), drawn on the server. The same
- * numbers are in the table next to it; the aria-label says them for screen readers.
- */
-export function channelChart(title: string, counts: Record<string, Record<string, number>>): Html {
-  const rowH = 34;
-  const labelW = 90;
-  const barW = 420;
-  const totalW = labelW + barW + 70;
-  const max = Math.max(1, ...CHANNELS.map((c) => STATUS_ORDER.reduce((s, st) => s + (counts[c]?.[st] ?? 0), 0)));
-  const label = `${title}: ` + CHANNELS.map((c) => `${c} ${STATUS_ORDER.map((st) => `${counts[c]?.[st] ?? 0} ${st}`).join(', ')}`).join('; ');
-  const rows = CHANNELS.map((c, i) => {
-    const y = i * rowH + 6;
-    let x = labelW;
-    const total = STATUS_ORDER.reduce((s, st) => s + (counts[c]?.[st] ?? 0), 0);
-    const bars = STATUS_ORDER.map((st) => {
-      const n = counts[c]?.[st] ?? 0;
-      const w = (n / max) * barW;
-      const r = n > 0 ? html`<rect class="${BAR_CLASS[st]}" x="${x.toFixed(1)}" y="${y}" width="${Math.max(w, 1).toFixed(1)}" height="${rowH - 14}"><title>${c}: ${n} ${st}</title></rect>` : html``;
-      x += n > 0 ? Math.max(w, 1) : 0;
-      return r;
-    });
-    return html`<text class="chart-label" x="0" y="${y + rowH / 2 - 2}">${c}</text>
-<rect class="bar-track" x="${labelW}" y="${y}" width="${barW}" height="${rowH - 14}"></rect>
-${bars}
-<text class="chart-total" x="${labelW + barW + 8}" y="${y + rowH / 2 - 2}">${total}</text>`;
-  });
-  return html`<figure class="chart">
-<svg role="img" aria-label="${label}" viewBox="0 0 ${totalW} ${CHANNELS.length * rowH + 8}" width="100%" preserveAspectRatio="xMinYMin meet">
-${rows}
-</svg>
-<figcaption class="legend"><span class="key key-sent"></span>sent <span class="key key-pending"></span>pending <span class="key key-failed"></span>failed</figcaption>
-</figure>`;
 }
 
 export function percent(v: number | null | undefined): string {
@@ -134,4 +134,9 @@ export function duration(seconds: number): string {
   const next = UNITS[i + 1];
   const rest = next ? Math.floor((s % size) / next[0]) : 0;
   return rest > 0 ? `${first} ${rest} ${next![1]}` : first;
+}
+
+/** A client by name (its id in the link and the title), with ENS's own alert client labelled as such. */
+export function clientLink(id: string, name: string | undefined, internal = false): Html {
+  return html`<a href="/ops/clients/${encodeURIComponent(id)}" class="clip" title="${id}">${name ?? id}</a>${internal ? html` <span class="badge internal">ENS internal</span>` : ''}`;
 }

@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import { acceptHandoff, isHttpError, newId, type Channel, type Runtime } from '@ens/core';
+import { recordMediaPuts, wakeFeed, wakeSenders } from '@ens/core/internal';
+
+/*
+ * A resend is a new delivery, made through the same accept path as POST /v2/messages, never the
+ * old one put back to pending. A delivery's outcome is final and versioned: the client may have
+ * read "failed" from the feed and had its callback; turning that row back into "pending" would
+ * rewrite history the feed already served (design.md, invariants 1 and 3). The new delivery is in a
+ * handoff of its own, with the original's tenant, event type, reference and content, so the
+ * client's feed shows it as one more delivery of that reference. No callback is posted for it: the
+ * client did not ask for it, and the console shows its outcome.
+ */
+
+export type ResendResult =
+  | { ok: true; deliveryId: string; handoffId: string; replayed: boolean }
+  | { ok: false; code: 'not_found' | 'not_ended' | 'media_gone' | 'refused'; detail: string };
+
+interface Original {
+  client_id: string;
+  tenant: string;
+  event_type: string;
+  reference: string | null;
+  channel: Channel;
+  recipient: string;
+  status: string;
+  content: Record<string, unknown> | null;
+}
+
+/** The storage keys of a stored content's inline images (already moved to media storage at accept). */
+function imageKeys(content: Record<string, unknown>): string[] {
+  const images = content.inline_images;
+  if (!Array.isArray(images)) return [];
+  return images.map((i) => (i as { storage_key?: unknown }).storage_key).filter((k): k is string => typeof k === 'string');
+}
+
+/**
+ * Resends delivery `id` once per `submission` (the form's one-time id): the submission is the
+ * idempotency key, so a double click or a reload of the answer creates one delivery, not two.
+ */
+export async function resendDelivery(rt: Runtime, id: string, submission: string): Promise<ResendResult> {
+  const { rows } = await rt.db.query<Original>(
+    `SELECT d.client_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, d.status, h.messages -> d.channel AS content
+       FROM deliveries d JOIN handoffs h ON h.id = d.handoff_id WHERE d.id = $1`,
+    [id],
+  );
+  const o = rows[0];
+  if (!o || !o.content) return { ok: false, code: 'not_found', detail: `No delivery has the id ${id}.` };
+  if (o.status === 'pending') return { ok: false, code: 'not_ended', detail: 'This delivery is still pending: ENS is still sending it, so there is nothing to resend yet.' };
+  const keys = imageKeys(o.content);
+  if (keys.length > 0) {
+    // Marks the objects as just written, so the media collector leaves them for ENS_MEDIA_GRACE,
+    // then checks they are still there (the collector removes an image once no pending delivery uses it).
+    await recordMediaPuts(rt.db, keys);
+    try {
+      await Promise.all(keys.map((k) => rt.media.get(k)));
+    } catch {
+      return { ok: false, code: 'media_gone', detail: 'This message\'s inline images are no longer stored, so it cannot be sent again as it was. Ask the client to send it again.' };
+    }
+  }
+  const client = await rt.clients.get(o.client_id);
+  const handoffId = newId();
+  const deliveryId = newId();
+  const response = JSON.stringify({
+    handoff_id: handoffId,
+    tenant: o.tenant,
+    event_type: o.event_type,
+    reference: o.reference,
+    status: 'pending',
+    deliveries: [{ delivery_id: deliveryId, channel: o.channel, recipient: o.recipient, status: 'pending' }],
+  });
+  try {
+    const r = await acceptHandoff(rt.db, {
+      clientId: o.client_id,
+      idempotencyKey: `ens-console-resend-${submission}`,
+      requestHash: createHash('sha256').update(`resend:${id}`).digest('base64url'),
+      responseBody: response,
+      handoffId,
+      tenant: o.tenant,
+      eventType: o.event_type,
+      reference: o.reference,
+      callbackUrl: null,
+      messages: { [o.channel]: o.content },
+      deliveries: [{ id: deliveryId, channel: o.channel, recipient: o.recipient }],
+      ...(keys.length > 0 ? { mediaRefs: keys.map((key) => ({ key, deliveryId })) } : {}),
+      quota: (ch) => client?.dailyQuota[ch] ?? rt.config.dailyQuota,
+    });
+    if (r.outcome === 'replay') {
+      const first = JSON.parse(r.responseBody) as { handoff_id: string; deliveries: { delivery_id: string }[] };
+      return { ok: true, deliveryId: first.deliveries[0]!.delivery_id, handoffId: first.handoff_id, replayed: true };
+    }
+    wakeSenders(rt.nc, [{ id: deliveryId, channel: o.channel, clientId: o.client_id, tenant: o.tenant, eventType: o.event_type }], rt.logger);
+    wakeFeed(rt.nc);
+    return { ok: true, deliveryId, handoffId, replayed: false };
+  } catch (e) {
+    // The accept path's refusals (tenant removed, quota used up, key reused): said as they are.
+    if (isHttpError(e)) return { ok: false, code: 'refused', detail: e.message };
+    throw e;
+  }
+}
