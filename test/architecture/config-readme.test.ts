@@ -20,7 +20,7 @@ t.test('every declaration is complete and named once', async (t) => {
   const names = vars.map((v) => v.name);
   t.same(names.filter((n, i) => names.indexOf(n) !== i), [], 'no variable is declared twice');
   for (const v of vars) {
-    t.match(v.name, /^(ENS_[A-Z0-9_]+|PORT|HOST|DATABASE_URL|NATS_URL)$/, `${v.name}: an ENS_ name, or one of the conventional four`);
+    t.match(v.name, /^(ENS_[A-Z0-9_]+|OTEL_[A-Z0-9_]+|PORT|HOST|DATABASE_URL|NATS_URL)$/, `${v.name}: an ENS_ name, OpenTelemetry's own, or one of the conventional four`);
     t.ok(v.doc.length > 10, `${v.name} says what it is for`);
     t.ok(v.shownDefault.length > 0, `${v.name} shows its default`);
   }

@@ -1,7 +1,8 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { nextRetryDelay, type ClientRow, type Runtime } from '@ens/core';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, closeOutboundConnections, consumeWorkQueue, requeueOverdueCallbacks, runInSlotOrRequeue, Slots, startSweeper, type CallbackClaim, type ClaimedCallback, type PostResult,
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, closeOutboundConnections, consumeWorkQueue, endCallbackPostSpan, requeueOverdueCallbacks, runInSlotOrRequeue, Slots,
+  startCallbackPostSpan, startSweeper, traceparentOf, type CallbackClaim, type ClaimedCallback, type PostResult,
 } from '@ens/core/internal';
 import { postCallback } from './delivery/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
@@ -75,13 +76,17 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: Slots) {
         const rawBody = Buffer.from(claim.body, 'utf8');
         const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
         if ('error' in signing) return { claim, result: { ok: false, error: signing.error }, signed: false };
+        // The post's own span, and its traceparent on the request: the receiver's handler joins the trace as its child.
+        const span = startCallbackPostSpan(claim);
+        const traceparent = span && traceparentOf(span);
         const out = await postCallback({
           url: claim.url,
           rawBody,
-          headers: signing.headers,
+          headers: traceparent ? { ...signing.headers, traceparent } : signing.headers,
           timeoutMs: rt.config.callbackTimeoutMs,
           allowPrivate: rt.config.allowPrivateCallbacks,
         });
+        if (span) endCallbackPostSpan(span, out);
         const result = out.outcome === 'delivered' ? { ok: true, httpStatus: out.status } : { ok: false, httpStatus: out.status, error: out.error };
         return { claim, result, signed: true };
       });

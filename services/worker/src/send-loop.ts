@@ -2,8 +2,8 @@ import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
 import { nextRetryDelay, type Channel, type Runtime } from '@ens/core';
 import {
-  ACK_WAIT_MS, attemptsTotal, FairSlots, parseSendWakeup, wakeCallbacks, wakeFeed, type AttemptResult, type ClaimedDelivery, type ClaimMiss, type Flow, type ProviderPacer,
-  type SchedulingPolicy,
+  ACK_WAIT_MS, attemptsTotal, endAttemptSpan, FairSlots, parseSendWakeup, startAttemptSpan, traceparentOf, wakeCallbacks, wakeFeed, type AttemptResult, type ClaimedDelivery, type ClaimMiss,
+  type Flow, type ProviderPacer, type SchedulingPolicy,
 } from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
 import { sendToDevices } from './push-fanout.ts';
@@ -108,13 +108,14 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
   };
 
   // After the slot is given back: the versioned outcome, then ack, or nak for a retry.
-  const record = async (h: Held, claim: ClaimedDelivery, result: AttemptResult) => {
+  // `traceparent` is the attempt's span, for the callback the outcome may queue.
+  const record = async (h: Held, claim: ClaimedDelivery, result: AttemptResult, traceparent: string | null) => {
     // The provider asked for a pause: a paced provider gets it from every worker, not just this send.
     if (result.outcome === 'retry' && result.kind === 'rate_limited') pacer.slowDown(result.provider, result.delayMs);
     attemptsTotal.inc({ channel, provider: result.provider, outcome: result.outcome === 'sent' ? 'sent' : result.kind });
     // If recording fails (PostgreSQL down), the message is nak'ed; the lease then runs out and
     // the attempt is retried and the unrecorded one marked lost.
-    const t = await rt.deliveries.finish(claim, result);
+    const t = await rt.deliveries.finish(claim, result, traceparent);
     wakeFeed(rt.nc);
     if (t?.status === 'pending' && result.outcome === 'retry') {
       h.m.nak(result.delayMs);
@@ -131,6 +132,7 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
       async start(h) {
         let claim: ClaimedDelivery;
         let result: AttemptResult;
+        let span: ReturnType<typeof startAttemptSpan> = null;
         try {
           const sendAt = await pacer.take(chain.primary);
           const c = await rt.deliveries.claim(h.id, chain.primary, rt.config.leaseMs);
@@ -140,12 +142,19 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
           }
           claim = c;
           await pacer.sendAt(chain.primary, sendAt);
+          span = startAttemptSpan(claim);
           result = toDevices ? await sendToDevices(rt, chain, claim, outbound(claim), decideFor(claim)) : await sendOne(claim);
         } catch (err) {
+          if (span) endAttemptSpan(span, err instanceof Error ? err : new Error(String(err)));
           failed(h, err);
           return;
         }
-        void record(h, claim, result).catch((err: unknown) => failed(h, err));
+        let traceparent: string | null = null;
+        if (span) {
+          endAttemptSpan(span, result);
+          traceparent = traceparentOf(span);
+        }
+        void record(h, claim, result, traceparent).catch((err: unknown) => failed(h, err));
       },
       cancel(h) {
         // Stopping: never claimed, so it goes straight back to the queue for another process.

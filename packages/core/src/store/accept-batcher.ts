@@ -80,6 +80,7 @@ function itemJson(a: AcceptInput): string {
       deliveries: a.deliveries.map((d) => ({ id: d.id, channel: d.channel, recipient: d.recipient })),
       quotas,
       ...(a.mediaRefs?.length ? { media_refs: a.mediaRefs.map((r) => ({ key: r.key, delivery_id: r.deliveryId })) } : {}),
+      ...(a.traceparent ? { traceparent: a.traceparent } : {}),
     }),
   );
   return `${fields.slice(0, -1)},"messages":${JSON.stringify(a.messages) ?? 'null'}}`;

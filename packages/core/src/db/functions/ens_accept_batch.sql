@@ -8,6 +8,7 @@
  *               order the refusal reports; count is the item's deliveries on that channel
  *   media_refs  [{key, delivery_id}], only when the handoff has inline images: which of its
  *               deliveries use which media object
+ *   traceparent the W3C traceparent of the accept's span, only when the accept was traced
  * Returns one row per item, in item order, with its outcome:
  *   created  stored
  *   replay   (client, key) was already used: the stored response and request hash
@@ -108,11 +109,11 @@ BEGIN
      WHERE v.s IN ('tenant', 'quota') AND k.client_id = v.c AND k.key = v.kk;
   END IF;
 
-  INSERT INTO handoffs (id, client_id, tenant, event_type, reference, callback_url, messages)
-  SELECT x.handoff_id, x.client_id, x.tenant, x.event_type, x.reference, x.callback_url, x.messages
+  INSERT INTO handoffs (id, client_id, tenant, event_type, reference, callback_url, messages, traceparent)
+  SELECT x.handoff_id, x.client_id, x.tenant, x.event_type, x.reference, x.callback_url, x.messages, x.traceparent
     FROM ROWS FROM (jsonb_to_recordset(p_items) AS (handoff_id uuid, client_id text, tenant text, event_type text,
-                                                   reference text, callback_url text, messages jsonb))
-         WITH ORDINALITY AS x(handoff_id, client_id, tenant, event_type, reference, callback_url, messages, i)
+                                                   reference text, callback_url text, messages jsonb, traceparent text))
+         WITH ORDINALITY AS x(handoff_id, client_id, tenant, event_type, reference, callback_url, messages, traceparent, i)
    WHERE state[x.i] = 'created';
 
   INSERT INTO deliveries (id, handoff_id, client_id, tenant, event_type, reference, channel, recipient)
