@@ -69,6 +69,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const given: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') given[k] = v;
   const { media, ops, publicUrl, ...rest } = readVariables(VARIABLES, given);
+  // A key kept longer than its handoff would answer a replay with a 202 for a handoff that is gone.
+  if (rest.retentionMs < rest.idempotencyTtlMs) {
+    throw new ConfigError('ENS_RETENTION: must be at least ENS_IDEMPOTENCY_TTL (an Idempotency-Key must not outlive the handoff it replays)');
+  }
   return Object.freeze({
     ...rest,
     media: mediaConfig(media, given),
