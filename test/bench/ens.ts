@@ -19,6 +19,8 @@ export function ensEnv(o: { databaseUrl: string; natsUrl: string; dataDir: strin
     HOST: '127.0.0.1',
     ...(o.port !== undefined ? { PORT: String(o.port) } : {}),
     ENS_LOG_LEVEL: 'warn',
+    // One process unless a phase measures more (the scaling line sets ENS_PROCESSES itself).
+    ENS_PROCESSES: '1',
     ENS_RATE_LIMIT: '1000000',
     ENS_TOKEN_RATE_LIMIT: '1000000',
     ENS_ALLOW_PRIVATE_CALLBACKS: 'true',

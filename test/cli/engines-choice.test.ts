@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -29,10 +29,14 @@ const otherDir = join(root, 'other');
 
 // The environment of a second shell: none of the server's variables.
 const { DATABASE_URL: _d, NATS_URL: _n, ENS_DATA_DIR: _e, ...bare } = process.env;
-const shell = (extra: Record<string, string>) => ({ ...(bare as Record<string, string>), ...TEST_ENV, ...extra });
+// Their own TMPDIR, where `ens serve` notes itself: other tests' servers on this machine (tests run in
+// parallel) stay out of this test's view.
+const tmp = join(root, 'tmp');
+await mkdir(tmp);
+const shell = (extra: Record<string, string>) => ({ ...(bare as Record<string, string>), ...TEST_ENV, TMPDIR: tmp, ...extra });
 
 const port = await freePort();
-const serve = spawnEns(['serve', '--roles', 'api'], { ...TEST_ENV, DATABASE_URL: engines.databaseUrl, NATS_URL: engines.natsUrl, ENS_DATA_DIR: serverDir, PORT: String(port) });
+const serve = spawnEns(['serve', '--roles', 'api'], { ...TEST_ENV, TMPDIR: tmp, DATABASE_URL: engines.databaseUrl, NATS_URL: engines.natsUrl, ENS_DATA_DIR: serverDir, PORT: String(port) });
 t.teardown(async () => {
   serve.child.kill('SIGINT');
   await serve.exited;

@@ -70,6 +70,8 @@ export async function startDeployment(
     ENS_MASTER_KEY: randomBytes(32).toString('base64'),
     HOST: '127.0.0.1',
     ENS_LOG_LEVEL: 'warn',
+    // Each node is one process: the deployment's shape is the roles and counts given here.
+    ENS_PROCESSES: '1',
     ENS_ALLOW_PRIVATE_CALLBACKS: 'true',
     ENS_RATE_LIMIT: '100000',
     ENS_TOKEN_RATE_LIMIT: '100000',

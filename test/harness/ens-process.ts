@@ -13,11 +13,13 @@ export interface EnsProcess {
 }
 
 /** Runs the `ens` command from source (as `npx ens` would after a build) with the given env. */
-export function spawnEns(args: string[], env: Record<string, string>): EnsProcess {
+export function spawnEns(args: string[], env: Record<string, string>, opts: { detached?: boolean } = {}): EnsProcess {
   const child = spawn(process.execPath, ['--conditions=ens-source', '--import=tsx', path.join(root, 'apps/ens/src/main.ts'), ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // A process group of its own: a test can signal it as a terminal's Ctrl-C does (kill -INT -pgid).
+    detached: opts.detached ?? false,
   });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

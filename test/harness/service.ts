@@ -52,6 +52,9 @@ export const TEST_ENV: Record<string, string> = {
   ENS_CALLBACK_BACKOFF: '100ms,200ms',
   ENS_ALLOW_PRIVATE_CALLBACKS: 'true',
   ENS_LOG_LEVEL: 'warn',
+  // One process per `ens serve` a test spawns, unless the test is about ENS_PROCESSES: the tests
+  // that kill or count processes mean one process, and the machine has few cores.
+  ENS_PROCESSES: '1',
   ENS_RATE_LIMIT: '100000',
   ENS_TOKEN_RATE_LIMIT: '100000',
   ENS_PROVIDER_CONFIG: JSON.stringify({ '@ens/plugin-sandbox': { handsetDelayMs: 100 } }),

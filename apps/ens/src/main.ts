@@ -111,6 +111,11 @@ main(process.argv.slice(2)).catch((e: unknown) => {
     process.exit(e.exitCode);
   }
   const code = (e as { code?: unknown } | null)?.code;
+  if (code === 'EADDRINUSE' || code === 'EACCES') {
+    const { address, port } = e as { address?: string; port?: number };
+    process.stderr.write(`ens: cannot listen on ${address ?? '?'}:${port ?? '?'} (${code}${code === 'EADDRINUSE' ? ': another process uses the port' : ''}); set PORT (or ENS_HEALTH_PORT) to a free port\n`);
+    process.exit(2);
+  }
   // ERR_PARSE_ARGS_*: node's parseArgs refusing the command line (unknown option, missing value).
   if (isOperatorError(e) || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_'))) {
     process.stderr.write(`ens: ${(e as Error).message}\n`);

@@ -56,13 +56,15 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
         providers = own;
       }
       // The operations console has its own scope (outside /v2's token auth), with its own cookies,
-      // sessions and CSRF; it answers 503 on every /ops/ URL when ENS_OPS_ISSUER is unset.
+      // sessions and CSRF; with ENS_OPS_ISSUER unset its pages say it is not configured (404).
       const opsRoutes = async (app: FastifyInstance) => {
         await app.register(opsConsole(rt), { prefix: '/ops' });
       };
       const app = await buildApi(rt, { plugins: [opsRoutes, webhookRoutes(providers.all)] });
-      await app.listen(listen);
+      // Closed from here on, listening or not: its close hooks release what it holds (the client
+      // directory's LISTEN connection), without which the pool could never end after a failed listen.
       stops.push(() => app.close());
+      await app.listen(listen);
       api = app;
       // Console alert rules are evaluated where the console is served. Several API
       // processes may run it: one evaluates per round (advisory lock), and each firing notifies once.
@@ -70,8 +72,8 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
       stops.push(() => alerts.stop());
     } else if (listen.healthPort) {
       const health = await buildHealthServer(rt);
-      await health.listen({ port: listen.healthPort, host: listen.host });
       stops.push(() => health.close());
+      await health.listen({ port: listen.healthPort, host: listen.host });
     }
   } catch (e) {
     await stop();

@@ -50,6 +50,8 @@ new Gauge({
   help: 'Age of the oldest delivery due and not claimed (kind="delivery"), and of the oldest callback due and not posted (kind="callback"), per channel',
   labelNames: ['kind', 'channel'],
   registers: [metricsRegistry],
+  // Read from PostgreSQL, the same in every process: the oldest, not a sum over processes.
+  aggregator: 'max',
   async collect() {
     if (!source) return;
     if (!last || Date.now() - last.at > READ_AT_MOST_EVERY_MS) {

@@ -10,7 +10,7 @@
 export { loadConfig, ConfigError, MASTER_KEY_MISMATCH, type Config, type OpsConfig } from './config.ts';
 export { HttpError, Errors, isHttpError, type HttpErrorOptions, type FieldError } from './errors.ts';
 export { EnsError, OperatorError, isOperatorError } from '@ens/plugin-sdk';
-export { openRuntime, createLogger, type Runtime } from './runtime.ts';
+export { openRuntime, createLogger, poolSizes, type Runtime } from './runtime.ts';
 export { migrate } from './db/migrate.ts';
 
 export { CHANNELS, Channel, DELIVERY_STATUSES, DeliveryStatus } from './schemas/channel.ts';
@@ -42,3 +42,4 @@ export { checkOutboundUrl, resolvePublicAddress, type UrlCheck, type AddressChec
 export { guardedFetch, OutboundRefusedError, type GuardOptions } from './outbound/guarded-fetch.ts';
 export { bodyExcerpt } from '@ens/plugin-sdk';
 export { metricsRegistry } from './metrics.ts';
+export { metricsText, serveClusterMetrics } from './cluster-metrics.ts';

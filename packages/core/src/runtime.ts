@@ -60,12 +60,37 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({ level: config.logLevel, base: { service: 'ens' } });
 }
 
-/** Opens PostgreSQL and NATS (declaring the JetStream topology) at the given addresses. */
-export async function openRuntime(config: Config, urls: { databaseUrl: string; natsUrl: string }, logger: Logger = createLogger(config)): Promise<Runtime> {
+/** How long closing waits for NATS subscriptions to drain before it closes the connection. */
+const DRAIN_WAIT_MS = 5_000;
+
+/** Connections one process opens when it runs alone: 30 for the work, 20 for leases. */
+const POOL = { db: 30, leases: 20 };
+
+/**
+ * A process's share of the connections when `processes` of one `ens serve` run side by side: the
+ * deployment keeps about what one process used (a PostgreSQL's max_connections is the same
+ * whatever the core count), with a floor below which batching could not keep a process busy.
+ */
+export function poolSizes(processes: number): { db: number; leases: number } {
+  if (processes <= 1) return POOL;
+  return { db: Math.max(8, Math.ceil(POOL.db / processes)), leases: Math.max(4, Math.ceil(POOL.leases / processes)) };
+}
+
+/**
+ * Opens PostgreSQL and NATS (declaring the JetStream topology) at the given addresses.
+ * `processes`: how many processes of one `ens serve` share the database (see poolSizes).
+ */
+export async function openRuntime(
+  config: Config,
+  urls: { databaseUrl: string; natsUrl: string },
+  logger: Logger = createLogger(config),
+  opts: { processes?: number } = {},
+): Promise<Runtime> {
   const masterKey = await resolveMasterKey(config.masterKey, config.dataDir);
   const box = new SecretBox(masterKey);
-  const db = createPool(urls.databaseUrl, { max: 30 });
-  const leases = createAsyncCommitPool(urls.databaseUrl, { max: 20, applicationName: 'ens-leases' });
+  const pools = poolSizes(opts.processes ?? 1);
+  const db = createPool(urls.databaseUrl, { max: pools.db });
+  const leases = createAsyncCommitPool(urls.databaseUrl, { max: pools.leases, applicationName: 'ens-leases' });
   let nc: NatsConnection | undefined;
   try {
     nc = await connectNats(urls.natsUrl, 'ens');
@@ -102,7 +127,10 @@ export async function openRuntime(config: Config, urls: { databaseUrl: string; n
       async close() {
         media.close?.();
         measureBacklogIn(null);
-        await conn.drain().catch(() => conn.close());
+        // A drain waits for every subscription to finish; one left open by a role that failed to
+        // start (a port in use) would keep the process from ever exiting. Bounded, then closed.
+        await Promise.race([conn.drain(), new Promise((r) => setTimeout(r, DRAIN_WAIT_MS).unref())]).catch(() => {});
+        await conn.close().catch(() => {});
         await Promise.all([db.end(), leases.end()]);
       },
     };

@@ -13,6 +13,8 @@ export const consumerUp = new Gauge({
   help: '1 while the loop takes work from its stream and consumer, 0 while it is down and being restarted',
   labelNames: ['stream', 'consumer'],
   registers: [metricsRegistry],
+  // Across the processes of one serve: 0 when the loop is down in any of them.
+  aggregator: 'min',
 });
 
 export interface LoopState {

@@ -1,22 +1,36 @@
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import cluster from 'node:cluster';
+import { RateLimiterCluster, RateLimiterClusterMaster, RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { Errors } from '@ens/core';
 
+type LimiterOptions = { points: number; duration: number; keyPrefix: string };
+
 /**
- * Request-rate limits, counted in this process's memory: with several API processes, each
- * enforces the limit on its own share of traffic (documented in the README).
+ * A counter in this process's memory, or, in a process of an `ens serve` with ENS_PROCESSES > 1,
+ * one kept by the supervising process (over IPC), so that the processes sharing the port enforce
+ * one limit together instead of one each. Separate `ens serve`s (other machines) count apart.
  */
+function limiter(o: LimiterOptions): RateLimiterAbstract {
+  return cluster.isWorker && process.connected ? new RateLimiterCluster({ ...o, timeoutMs: 2_000 }) : new RateLimiterMemory(o);
+}
+
+/** In the supervising process of an `ens serve`: keeps the counters its processes share. */
+export function serveClusterRateLimits(): void {
+  new RateLimiterClusterMaster();
+}
+
+/** Request-rate limits per client: exact across the processes of one `ens serve` (see limiter). */
 export class ClientRateLimits {
-  readonly #byLimit = new Map<number, RateLimiterMemory>();
+  readonly #byLimit = new Map<number, RateLimiterAbstract>();
 
   /** Consumes one request of `clientId` against `perSecond`; throws ENS_ERR_RATE_LIMITED when over. */
   async consume(clientId: string, perSecond: number): Promise<void> {
-    let limiter = this.#byLimit.get(perSecond);
-    if (!limiter) {
-      limiter = new RateLimiterMemory({ points: perSecond, duration: 1, keyPrefix: `c${perSecond}` });
-      this.#byLimit.set(perSecond, limiter);
+    let counter = this.#byLimit.get(perSecond);
+    if (!counter) {
+      counter = limiter({ points: perSecond, duration: 1, keyPrefix: `c${perSecond}` });
+      this.#byLimit.set(perSecond, counter);
     }
     try {
-      await limiter.consume(clientId);
+      await counter.consume(clientId);
     } catch (e) {
       if (e instanceof RateLimiterRes) {
         throw Errors.rateLimited(`Rate limit of ${perSecond} requests per second for this client exceeded.`, e.msBeforeNext / 1000);
@@ -38,18 +52,18 @@ export class ClientRateLimits {
  * from many addresses is bounded by the secrets themselves: 32 random bytes.
  */
 export class TokenRateLimits {
-  readonly #requests: RateLimiterMemory;
-  readonly #pairFailures: RateLimiterMemory;
-  readonly #addressFailures: RateLimiterMemory;
+  readonly #requests: RateLimiterAbstract;
+  readonly #pairFailures: RateLimiterAbstract;
+  readonly #addressFailures: RateLimiterAbstract;
   readonly failuresPerPair: number;
   readonly failuresPerAddress: number;
 
   constructor(readonly perMinute: number) {
     this.failuresPerPair = Math.max(5, Math.floor(perMinute / 6));
     this.failuresPerAddress = Math.max(10, Math.floor(perMinute / 2));
-    this.#requests = new RateLimiterMemory({ points: perMinute, duration: 60, keyPrefix: 'token-req' });
-    this.#pairFailures = new RateLimiterMemory({ points: this.failuresPerPair, duration: 60, keyPrefix: 'token-fail-pair' });
-    this.#addressFailures = new RateLimiterMemory({ points: this.failuresPerAddress, duration: 60, keyPrefix: 'token-fail-addr' });
+    this.#requests = limiter({ points: perMinute, duration: 60, keyPrefix: 'token-req' });
+    this.#pairFailures = limiter({ points: this.failuresPerPair, duration: 60, keyPrefix: 'token-fail-pair' });
+    this.#addressFailures = limiter({ points: this.failuresPerAddress, duration: 60, keyPrefix: 'token-fail-addr' });
   }
 
   /** Counts a request; throws ENS_ERR_RATE_LIMITED when the address is over a budget. Call before checking the secret. */

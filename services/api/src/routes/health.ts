@@ -1,6 +1,17 @@
 import type { FastifyInstance } from 'fastify';
-import { metricsRegistry, type Runtime } from '@ens/core';
+import { Type } from 'typebox';
+import { metricsRegistry, metricsText, type Runtime } from '@ens/core';
 import { downLoops } from '@ens/core/internal';
+import { ANY_PATH_ERRORS, errorResponses, success } from '../openapi/responses.ts';
+
+const Liveness = Type.Object({ status: Type.Literal('ok') });
+const Readiness = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('not ready')]),
+  checks: Type.Record(Type.String(), Type.String(), { description: '"ok", or why that dependency or consume loop is not' }),
+});
+
+/** Probes and metrics take no token: an orchestrator and Prometheus reach them as they are. */
+const PUBLIC = { tags: ['operations'], security: [] };
 
 async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -13,11 +24,25 @@ async function within<T>(ms: number, p: Promise<T>): Promise<T> {
 
 /**
  * /healthz (the process is up), /readyz (PostgreSQL, NATS and an S3 media store answer, and every
- * consume loop of this process takes work), /metrics (Prometheus).
+ * consume loop of this process takes work), /metrics (Prometheus; the whole serve's, summed over its processes).
  */
 export function healthRoutes(app: FastifyInstance, rt: Runtime): void {
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+  app.get(
+    '/healthz',
+    { schema: { ...PUBLIC, operationId: 'getLiveness', summary: 'Liveness: the process is up', response: { 200: success(Liveness, 'The process is up'), ...errorResponses(ANY_PATH_ERRORS) } } },
+    async () => ({ status: 'ok' }),
+  );
+  const readiness = {
+    ...PUBLIC,
+    operationId: 'getReadiness',
+    summary: 'Readiness: PostgreSQL, NATS and the media store answer, and every consume loop takes work',
+    response: {
+      200: success(Readiness, 'Ready: every check is "ok"'),
+      503: success(Readiness, 'Not ready: the checks that are not "ok" say why'),
+      ...errorResponses(ANY_PATH_ERRORS),
+    },
+  };
+  app.get('/readyz', { schema: readiness }, async (_req, reply) => {
     const checks: Record<string, string> = {};
     await Promise.all([
       within(2000, rt.db.query('SELECT 1')).then(() => { checks.postgres = 'ok'; }, (e: Error) => { checks.postgres = e.message; }),
@@ -30,8 +55,20 @@ export function healthRoutes(app: FastifyInstance, rt: Runtime): void {
     const ready = Object.values(checks).every((v) => v === 'ok');
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
   });
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+  const metrics = {
+    ...PUBLIC,
+    operationId: 'getMetrics',
+    summary: 'Prometheus metrics',
+    response: {
+      200: {
+        description: 'The text exposition format',
+        content: { 'text/plain': { schema: { type: 'string' } } },
+      },
+      ...errorResponses(ANY_PATH_ERRORS),
+    },
+  };
+  app.get('/metrics', { schema: metrics }, async (_req, reply) => {
     reply.header('content-type', metricsRegistry.contentType);
-    return metricsRegistry.metrics();
+    return metricsText();
   });
 }

@@ -1,0 +1,86 @@
+import t from 'tap';
+import { alive, childrenOf, fresh, startServe, tokenFor } from '../harness/serve-processes.ts';
+import { startTestService, uniqueKey, waitFor } from '../harness/service.ts';
+
+/*
+ * ENS_PROCESSES: one `ens serve` runs several processes sharing the port, supervised. What is
+ * kept per process would make N processes behave as N services: the request rate limit (N times
+ * the limit) and /metrics (a scrape would see one process's counters). Both are answered for the
+ * whole serve; a process that dies is started again; a signal stops them all.
+ */
+
+const accepted = (metrics: string) => Number(/^ens_deliveries_accepted_total\{channel="sms"\} (\d+)/m.exec(metrics)?.[1] ?? 0);
+
+t.test('ENS_PROCESSES=2: one service of two processes, supervised', async (t) => {
+  const svc = await startTestService(t, { roles: [] });
+  const { p, port, pids } = await startServe(t, svc, { ENS_PROCESSES: '2', ENS_RATE_LIMIT: '20', ENS_LEASE: '2s', ENS_SWEEP_GRACE: '500ms' });
+  t.equal(pids.length, 2, 'two processes');
+  t.same(childrenOf(p.child.pid!).sort(), [...pids].sort(), 'both are children of the supervising process');
+  const token = await tokenFor(port, svc);
+  const auth = { authorization: `Bearer ${token}` };
+
+  await t.test('the request rate limit holds for the serve, not per process', async (t) => {
+    // 60 requests at once, each on its own connection, so both processes take some. Counted per
+    // process, up to 2 × 20 would pass. All in one second of the limiter, else tried again.
+    for (let round = 1; ; round++) {
+      await new Promise((r) => setTimeout(r, 1_100));
+      const t0 = Date.now();
+      const rs = await Promise.all(Array.from({ length: 60 }, () => fresh(port, 'GET', '/v2/tenants', auth)));
+      const ms = Date.now() - t0;
+      if (ms > 800 && round < 4) continue;
+      const ok = rs.filter((r) => r.status === 200).length;
+      t.equal(ok, 20, `20 of 60 answered (round ${round}, ${ms} ms)`);
+      t.equal(rs.filter((r) => r.status === 429).length, 40, 'the rest 429');
+      await new Promise((r) => setTimeout(r, 1_100)); // the next subtests start with a fresh second
+      return;
+    }
+  });
+
+  const send = async (n: number, tag: string) => {
+    for (let i = 0; i < n; i++) {
+      await new Promise((r) => setTimeout(r, 60)); // under the rate limit
+      const r = await fresh(port, 'POST', '/v2/messages', { ...auth, 'content-type': 'application/json', 'idempotency-key': uniqueKey(tag) },
+        JSON.stringify({ tenant: 'procs', event_type: 'procs.test', messages: [{ channel: 'sms', recipients: [`+1555300${String(i + 100).padStart(4, '0')}`], content: { kind: 'rendered', body: 'x' } }] }));
+      if (r.status !== 202) throw new Error(`send: ${r.status} ${r.text}`);
+    }
+  };
+  const tenant = await fresh(port, 'POST', '/v2/tenants', { ...auth, 'content-type': 'application/json' }, JSON.stringify({ tenant: 'procs' }));
+  t.ok(tenant.status === 201 || tenant.status === 200, 'tenant provisioned');
+
+  await t.test('/metrics answers for every process of the serve', async (t) => {
+    await send(20, 'metrics');
+    for (let i = 0; i < 6; i++) {
+      const m = await fresh(port, 'GET', '/metrics');
+      t.equal(m.status, 200);
+      t.equal(accepted(m.text), 20, `scrape ${i + 1}: 20 accepted, whichever process answered`);
+    }
+    const m = await fresh(port, 'GET', '/metrics');
+    const up = m.text.split('\n').filter((l) => l.startsWith('ens_consumer_up{'));
+    t.ok(up.length > 0 && up.every((l) => l.endsWith(' 1')), `every loop up, each reported once as 1, not summed over processes: ${up.join('; ')}`);
+    t.equal(new Set(up.map((l) => l.split(' ')[0])).size, up.length, 'one line per loop');
+  });
+
+  await t.test('a process killed with -9 is started again, and nothing is lost', async (t) => {
+    // The first process also runs the feed writer: the one whose loss matters most.
+    process.kill(pids[0]!, 'SIGKILL');
+    const now = await waitFor(async () => {
+      const c = childrenOf(p.child.pid!);
+      return c.length === 2 && !c.includes(pids[0]!) ? c : null;
+    }, 30_000, 'a new process in place of the killed one');
+    t.ok(now.includes(pids[1]!), 'the other process kept running');
+    t.match(p.output(), /an ENS process stopped; starting it again/, 'the restart is logged');
+    await send(20, 'after-kill');
+    await waitFor(async () => Number((await svc.rt.db.query<{ n: string }>(`SELECT count(*) AS n FROM deliveries WHERE status = 'pending'`)).rows[0]!.n) === 0, 60_000, 'every delivery to end');
+    const r = await svc.rt.db.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM deliveries GROUP BY status');
+    t.same(r.rows.map((x) => [x.status, Number(x.n)]), [['sent', 40]], 'all 40 deliveries sent');
+    // The feed writer came back with its process: the feed shows every delivery.
+    await waitFor(async () => Number((await svc.rt.db.query<{ n: string }>('SELECT count(*) AS n FROM deliveries WHERE stamp_pending')).rows[0]!.n) === 0, 30_000, 'every change stamped into the feed');
+  });
+
+  await t.test('SIGTERM to the supervisor stops every process, cleanly', async (t) => {
+    const before = childrenOf(p.child.pid!);
+    p.child.kill('SIGTERM');
+    t.equal(await p.exited, 0, 'exit 0');
+    for (const pid of before) t.notOk(alive(pid), `process ${pid} stopped`);
+  });
+});
