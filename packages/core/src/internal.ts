@@ -2,7 +2,7 @@
  * @ens/core/internal: the machinery the roles share. Not a stable interface: plugins use
  * @ens/plugin-sdk, embedders and the roles' domain code use @ens/core.
  */
-export { createPool, createAsyncCommitPool, inTransaction, isoSql, type Db, type DbClient } from './db/pool.ts';
+export { createPool, createAsyncCommitPool, inTransaction, isoSql, queryByIds, type Db, type DbClient } from './db/pool.ts';
 export { Coalescer, type CoalescerOptions } from './db/coalescer.ts';
 export { isDatabaseUnavailable } from './db/unavailable.ts';
 export { isNatsUnavailable } from './nats/unavailable.ts';
@@ -22,7 +22,7 @@ export { registerLoop, downLoops, allLoops, consumerUp, type LoopHealth, type Lo
 export { startSweeper, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, type SweepJob, type Sweeper } from './sweeper.ts';
 export { readBacklogAge, measureBacklogIn, type BacklogAge, type BacklogKind } from './backlog.ts';
 export {
-  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, feedStamped, sweeperRequeued, mediaCollected, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
+  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, feedStamped, sweeperRequeued, mediaCollected, retentionRemoved, retentionBatches, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
 } from './metrics.ts';
 
 export { purgeIdempotencyKeys } from './store/accept.ts';
@@ -38,7 +38,13 @@ export { SecretBox, deriveKey } from './secrets/secret-box.ts';
 export { resolveMasterKey } from './secrets/master-key.ts';
 export { DirectoryMediaStore } from './media/directory-store.ts';
 export { collectIfUnused, collectUnusedMedia, recordMediaPuts } from './media/media-collector.ts';
+export { keepStatisticsFresh, refreshStatistics, staleTables, GROWING_TABLES } from './db/table-statistics.ts';
+export { removeExpiredRecords, retentionRound, RETENTION_TABLES, type RetentionOptions, type RetentionRoundResult, type RetentionTable } from './retention/retention-job.ts';
 export { S3MediaStore, S3MediaStoreError, MediaNotFoundError, type S3MediaStoreOptions } from './media/s3-store.ts';
 export { pinnedDispatcher, closeOutboundConnections } from './outbound/pinned-dispatcher.ts';
 export { allVariables, VARIABLES } from './config/variables.ts';
 export type { EnvVar } from './config/env-var.ts';
+export { startTracing, tracesUrl, tracingWanted, type Tracing } from './tracing/start-tracing.ts';
+export { tracingOn } from './tracing/switch.ts';
+export { contextFrom, traceparentOf, validTraceparent } from './tracing/trace-context.ts';
+export { endAcceptSpan, endAttemptSpan, endCallbackPostSpan, noteAccepted, noteHandoff, startAcceptSpan, startAttemptSpan, startCallbackPostSpan } from './tracing/spans.ts';

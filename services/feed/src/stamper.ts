@@ -1,4 +1,4 @@
-import type { Db } from '@ens/core/internal';
+import { queryByIds, type Db } from '@ens/core/internal';
 
 /*
  * One statement, run on its own (autocommit), so the row locks it takes are held only for the
@@ -50,6 +50,6 @@ SELECT count(*)::int AS n FROM stamped`;
  * their change commits.
  */
 export async function stampBatch(db: Db, batchSize: number): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(STAMP_SQL, [batchSize]);
+  const { rows } = await queryByIds<{ n: number }>(db, { text: STAMP_SQL, values: [batchSize] });
   return rows[0]!.n;
 }

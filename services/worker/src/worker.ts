@@ -1,6 +1,6 @@
 import { CHANNELS, checkOutboundUrl, guardedFetch, type Channel, type Runtime } from '@ens/core';
 import {
-  collectUnusedMedia, consumeWorkQueue, ProviderPacer, purgeExpiredIdempotencyKeys, requeueOverdueDeliveries, SchedulingPolicy, SEND_STREAM, sendConsumer, sendWaiting,
+  collectUnusedMedia, consumeWorkQueue, keepStatisticsFresh, ProviderPacer, purgeExpiredIdempotencyKeys, removeExpiredRecords, requeueOverdueDeliveries, SchedulingPolicy, SEND_STREAM, sendConsumer, sendWaiting,
   startSweeper, wakeCallbacks, wakeFeed, type Pace,
 } from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
@@ -110,7 +110,10 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
     ),
   );
 
-  const sweeper = startSweeper([requeueOverdueDeliveries(rt, rt.config.sweepGraceMs), purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs), collectUnusedMedia(rt, rt.config.mediaGraceMs)], rt.logger);
+  const sweeper = startSweeper([
+    requeueOverdueDeliveries(rt, rt.config.sweepGraceMs), purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs), collectUnusedMedia(rt, rt.config.mediaGraceMs),
+    removeExpiredRecords(rt, { retentionMs: rt.config.retentionMs }), keepStatisticsFresh(rt),
+  ], rt.logger);
 
   return {
     providers,

@@ -1,6 +1,6 @@
 import type { Db } from '../db/pool.ts';
 import { Coalescer } from '../db/coalescer.ts';
-import { isoSql } from '../db/pool.ts';
+import { isoSql, queryByIds } from '../db/pool.ts';
 
 export interface ClaimedCallback {
   id: string;
@@ -12,6 +12,8 @@ export interface ClaimedCallback {
   attempt: number;
   /** Number of this attempt since the callback was queued or last replayed, from 1. */
   attemptInRound: number;
+  /** The W3C traceparent of the span that queued it (a send attempt); null when untraced. */
+  traceparent: string | null;
 }
 
 export interface DeadLetter {
@@ -48,7 +50,7 @@ UPDATE callbacks c SET lease_until = now() + x.lease_ms * interval '1 millisecon
    -- In a CASE so that rows are found by primary key, never by scanning callbacks_due (see the
    -- delivery claim in deliveries.ts).
    AND CASE WHEN c.status = 'pending' AND c.next_attempt_at <= now() AND (c.lease_until IS NULL OR c.lease_until < now()) THEN true ELSE false END
-RETURNING c.id, c.delivery_id, c.client_id, c.url, c.body, c.attempts, c.attempts - c.attempt_base AS in_round`;
+RETURNING c.id, c.delivery_id, c.client_id, c.url, c.body, c.attempts, c.attempts - c.attempt_base AS in_round, c.traceparent`;
 
 const CLAIM_MISS_SQL = `
 SELECT id, status, coalesce(lease_until > now(), false) AS leased,
@@ -99,10 +101,10 @@ export class CallbackStore {
   }
 
   async #claimBatch(reqs: ClaimRequest[]): Promise<CallbackClaim[]> {
-    const { rows } = await this.leases.query({ name: 'ens-claim-callbacks', text: CLAIM_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.leaseMs)] });
+    const { rows } = await queryByIds(this.leases, { name: 'ens-claim-callbacks', text: CLAIM_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.leaseMs)] });
     const claimed = new Map<string, ClaimedCallback>();
     for (const r of rows) {
-      claimed.set(r.id, { id: r.id, deliveryId: r.delivery_id, clientId: r.client_id, url: r.url, body: r.body, attempt: r.attempts, attemptInRound: r.in_round });
+      claimed.set(r.id, { id: r.id, deliveryId: r.delivery_id, clientId: r.client_id, url: r.url, body: r.body, attempt: r.attempts, attemptInRound: r.in_round, traceparent: r.traceparent });
     }
     // Each claimed row goes to the first request that named it; any other request is a miss.
     const out: (CallbackClaim | null)[] = reqs.map((r) => {
@@ -144,7 +146,7 @@ export class CallbackStore {
 
   async #recordBatch(reqs: RecordRequest[]): Promise<void[]> {
     const col = <K extends keyof RecordRequest>(k: K) => reqs.map((r) => r[k]);
-    await this.leases.query({ name: 'ens-record-callbacks', text: RECORD_SQL, values: [col('id'), col('status'), col('error'), col('retryInMs'), col('attempt'), col('httpStatus')] });
+    await queryByIds(this.leases, { name: 'ens-record-callbacks', text: RECORD_SQL, values: [col('id'), col('status'), col('error'), col('retryInMs'), col('attempt'), col('httpStatus')] });
     return reqs.map(() => undefined);
   }
 

@@ -1,6 +1,6 @@
 import type { Db } from '../db/pool.ts';
 import { Coalescer } from '../db/coalescer.ts';
-import { inTransaction, isoSql } from '../db/pool.ts';
+import { inTransaction, isoSql, queryByIds } from '../db/pool.ts';
 import { newId } from '../ids.ts';
 import { serialiseCallback } from '../schemas/callback-payload.ts';
 import type { Channel } from '../schemas/channel.ts';
@@ -26,6 +26,8 @@ export interface ClaimedDelivery {
   /** True when a terminal state must produce a callback (URL given and client has a secret). */
   wantsCallback: boolean;
   callbackUrl: string | null;
+  /** The W3C traceparent of the span that accepted the handoff; null when it was accepted untraced. */
+  traceparent: string | null;
 }
 
 export type ClaimMiss = { reason: 'done' } | { reason: 'not_due'; dueInMs: number } | { reason: 'leased' } | { reason: 'missing' };
@@ -90,7 +92,7 @@ WITH x AS (
     FROM c WHERE a.delivery_id = c.id AND a.outcome IS NULL
 )
 SELECT c.id, c.version, c.attempts, c.client_id, c.handoff_id, c.tenant, c.event_type, c.reference, c.channel, c.recipient,
-       h.messages -> c.channel AS content, h.callback_url, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
+       h.messages -> c.channel AS content, h.callback_url, h.traceparent, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
        (h.callback_url IS NOT NULL AND cl.callback_secret_enc IS NOT NULL) AS wants_callback
   FROM c JOIN handoffs h ON h.id = c.handoff_id
   JOIN clients cl ON cl.id = c.client_id
@@ -104,8 +106,8 @@ SELECT id, status, greatest(0, extract(epoch FROM next_attempt_at - now()) * 100
 const FINISH_SQL = `
 WITH x AS (
   SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::float8[],
-                       $9::text[], $10::int[], $11::uuid[], $12::text[], $13::text[], $14::text[])
-    AS x(id, version, status, provider, provider_message_id, sent_at, error, delay_ms, outcome, number, callback_id, client_id, url, body)
+                       $9::text[], $10::int[], $11::uuid[], $12::text[], $13::text[], $14::text[], $15::text[])
+    AS x(id, version, status, provider, provider_message_id, sent_at, error, delay_ms, outcome, number, callback_id, client_id, url, body, traceparent)
 ), d AS (
   -- Versioned per row: a result whose lease ran out (the version moved on) changes nothing.
   UPDATE deliveries d SET status = x.status, provider = x.provider, provider_message_id = coalesce(x.provider_message_id, d.provider_message_id),
@@ -114,14 +116,14 @@ WITH x AS (
          lease_until = NULL, version = d.version + 1, stamp_pending = true
     FROM x
    WHERE d.id = x.id AND d.version = x.version
-  RETURNING d.id, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.body
+  RETURNING d.id, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.body, x.traceparent
 ), a AS (
   -- The provider is named again: with fail-over, the one that answered may not be the one claimed for.
   UPDATE attempts a SET outcome = d.outcome, finished_at = now(), provider = d.provider, provider_message_id = d.provider_message_id, error = d.error
     FROM d WHERE a.delivery_id = d.id AND a.number = d.number
 ), cb AS (
-  INSERT INTO callbacks (id, delivery_id, client_id, url, body)
-  SELECT callback_id, id, client_id, url, body FROM d WHERE body IS NOT NULL
+  INSERT INTO callbacks (id, delivery_id, client_id, url, body, traceparent)
+  SELECT callback_id, id, client_id, url, body, traceparent FROM d WHERE body IS NOT NULL
 )
 SELECT id, version FROM d`;
 
@@ -146,6 +148,7 @@ interface FinishRequest {
   clientId: string;
   callbackUrl: string | null;
   body: string | null;
+  traceparent: string | null;
 }
 
 export class DeliveryStore {
@@ -173,7 +176,7 @@ export class DeliveryStore {
   }
 
   async #claimBatch(reqs: ClaimRequest[]): Promise<(ClaimedDelivery | ClaimMiss)[]> {
-    const { rows } = await this.leases.query({ name: 'ens-claim-deliveries', text: CLAIM_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.provider), reqs.map((r) => r.leaseMs)] });
+    const { rows } = await queryByIds(this.leases, { name: 'ens-claim-deliveries', text: CLAIM_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.provider), reqs.map((r) => r.leaseMs)] });
     const claimed = new Map<string, ClaimedDelivery>();
     for (const r of rows) {
       claimed.set(r.id, {
@@ -191,6 +194,7 @@ export class DeliveryStore {
         tenantSettings: r.tenant_settings,
         wantsCallback: r.wants_callback,
         callbackUrl: r.callback_url,
+        traceparent: r.traceparent,
       });
     }
     // Each claimed row goes to the first request that named it; any other request is a miss.
@@ -217,8 +221,10 @@ export class DeliveryStore {
   /**
    * Records the end of an attempt as one versioned transition. Returns null when the version moved
    * on (the lease ran out and another worker took over), in which case this result is dropped.
+   * `traceparent` (the attempt's span) goes with the callback it queues, so the post is traced as
+   * the attempt's child.
    */
-  async finish(d: ClaimedDelivery, result: AttemptResult): Promise<Transition | null> {
+  async finish(d: ClaimedDelivery, result: AttemptResult, traceparent: string | null = null): Promise<Transition | null> {
     const now = new Date();
     const status = result.outcome === 'sent' ? 'sent' : result.outcome === 'failed' ? 'failed' : 'pending';
     const providerMessageId = result.outcome === 'sent' ? result.providerMessageId : null;
@@ -256,6 +262,7 @@ export class DeliveryStore {
       clientId: d.clientId,
       callbackUrl: d.callbackUrl,
       body,
+      traceparent: body === null ? null : traceparent,
     });
     if (!updated) return null;
     return { status, callbackId };
@@ -263,12 +270,12 @@ export class DeliveryStore {
 
   async #finishBatch(reqs: FinishRequest[]): Promise<boolean[]> {
     const col = <K extends keyof FinishRequest>(k: K) => reqs.map((r) => r[k]);
-    const { rows } = await this.db.query<{ id: string; version: number }>({
+    const { rows } = await queryByIds<{ id: string; version: number }>(this.db, {
       name: 'ens-finish-deliveries',
       text: FINISH_SQL,
       values: [
         col('id'), col('version'), col('status'), col('provider'), col('providerMessageId'), col('sentAt'), col('error'), col('delayMs'),
-        col('attemptOutcome'), col('attempt'), col('callbackId'), col('clientId'), col('callbackUrl'), col('body'),
+        col('attemptOutcome'), col('attempt'), col('callbackId'), col('clientId'), col('callbackUrl'), col('body'), col('traceparent'),
       ],
     });
     const done = new Set(rows.map((r) => `${r.id}/${r.version}`));
@@ -311,7 +318,7 @@ export class DeliveryStore {
           WHERE d.id = $1 AND h.id = d.handoff_id AND cl.id = d.client_id
         RETURNING d.id, d.reference, d.channel, d.recipient, d.attempts, d.provider_message_id, d.client_id,
                   ${isoSql('d.sent_at')} AS sent_at, ${isoSql('d.delivered_at')} AS delivered_at, ${isoSql('d.read_at')} AS read_at,
-                  h.callback_url, (h.callback_url IS NOT NULL AND cl.callback_secret_enc IS NOT NULL) AS wants_callback`,
+                  h.callback_url, h.traceparent, (h.callback_url IS NOT NULL AND cl.callback_secret_enc IS NOT NULL) AS wants_callback`,
         [row.id, r.error ?? `${r.provider}: reported failed after sending`],
       );
       const f = failed.rows[0];
@@ -330,8 +337,9 @@ export class DeliveryStore {
         last_error: r.error ?? `${r.provider}: reported failed after sending`,
       };
       const callbackId = newId();
-      await c.query('INSERT INTO callbacks (id, delivery_id, client_id, url, body) VALUES ($1, $2, $3, $4, $5)', [
-        callbackId, f.id, f.client_id, f.callback_url, serialiseCallback(payload),
+      // A report has no span of its own here: the post is traced as a child of the accept.
+      await c.query('INSERT INTO callbacks (id, delivery_id, client_id, url, body, traceparent) VALUES ($1, $2, $3, $4, $5, $6)', [
+        callbackId, f.id, f.client_id, f.callback_url, serialiseCallback(payload), f.traceparent,
       ]);
       return { deliveryId: row.id, changed: true, callbackId };
     });
