@@ -96,7 +96,7 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
   homeRoute(app);
 
   const authenticate = clientAuthenticator(tokens, directory);
-  const rateLimits = new ClientRateLimits();
+  const rateLimits = new ClientRateLimits(rt.config.processes);
   await app.register(async (v2) => {
     v2.decorateRequest('client', null as never);
     // /v2/ takes JSON only. Without this, a text/plain or form body (whose parsers the token

@@ -1,13 +1,16 @@
 import cluster from 'node:cluster';
 import { RateLimiterCluster, RateLimiterClusterMaster, RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { Errors } from '@ens/core';
+import { LeasedLimits, serveRequestLeases } from './leased-limits.ts';
 
 type LimiterOptions = { points: number; duration: number; keyPrefix: string };
 
 /**
  * A counter in this process's memory, or, in a process of an `ens serve` with ENS_PROCESSES > 1,
  * one kept by the supervising process (over IPC), so that the processes sharing the port enforce
- * one limit together instead of one each. Separate `ens serve`s (other machines) count apart.
+ * one limit together instead of one each. Separate `ens serve`s (other machines) count apart. The
+ * token endpoint's counters ask on every request (few requests, and failures must count exactly);
+ * the per-client request limit, on every /v2/ request, spends leases instead (leased-limits.ts).
  */
 function limiter(o: LimiterOptions): RateLimiterAbstract {
   return cluster.isWorker && process.connected ? new RateLimiterCluster({ ...o, timeoutMs: 2_000 }) : new RateLimiterMemory(o);
@@ -16,17 +19,31 @@ function limiter(o: LimiterOptions): RateLimiterAbstract {
 /** In the supervising process of an `ens serve`: keeps the counters its processes share. */
 export function serveClusterRateLimits(): void {
   new RateLimiterClusterMaster();
+  serveRequestLeases();
 }
 
-/** Request-rate limits per client: exact across the processes of one `ens serve` (see limiter). */
+/**
+ * Request-rate limits per client: never more than the limit across the processes of one
+ * `ens serve` (leases from the supervisor, see leased-limits.ts), counted in memory when alone.
+ */
 export class ClientRateLimits {
   readonly #byLimit = new Map<number, RateLimiterAbstract>();
+  readonly #leases: LeasedLimits | null;
+
+  constructor(processes = 1) {
+    this.#leases = cluster.isWorker && process.connected && processes > 1 ? new LeasedLimits(processes) : null;
+  }
 
   /** Consumes one request of `clientId` against `perSecond`; throws ENS_ERR_RATE_LIMITED when over. */
   async consume(clientId: string, perSecond: number): Promise<void> {
+    if (this.#leases) {
+      const waitMs = await this.#leases.take(clientId, perSecond);
+      if (waitMs !== null) throw Errors.rateLimited(`Rate limit of ${perSecond} requests per second for this client exceeded.`, waitMs / 1000);
+      return;
+    }
     let counter = this.#byLimit.get(perSecond);
     if (!counter) {
-      counter = limiter({ points: perSecond, duration: 1, keyPrefix: `c${perSecond}` });
+      counter = new RateLimiterMemory({ points: perSecond, duration: 1, keyPrefix: `c${perSecond}` });
       this.#byLimit.set(perSecond, counter);
     }
     try {
