@@ -3,9 +3,12 @@
  * on one machine, and reports every figure as a ratio against the raw engine measured in that run.
  *
  * Environment:
- *   BENCH_ONLY=accept,memory,pipeline,fanout,fairness,callbacks,feed  run a subset (default: all)
+ *   BENCH_ONLY=accept,memory,pipeline,fanout,fairness,callbacks,feed,scaling,peers  run a subset (default: all)
  *   BENCH_FEED_ROWS=1000000   deliveries in the feed phase (inserting a million takes a while)
  *   BENCH_MEMORY_SECONDS=20  length of the sustained load in the memory phase
+ *   BENCH_REDIS_URL=redis://127.0.0.1:6379  the Redis of the BullMQ peer (peers phase; skipped when unreachable)
+ *   BENCH_GROWTH_ROWS=1000000  peers phase: also time ENS's 10,000 handoff after its record is topped up
+ *                             to this many delivered rows by bulk SQL (default: not run)
  *   BENCH_CPU_PROF=1          run the ENS children with --cpu-prof into test/bench/profiles/<stamp>/
  *                             and print a self-time summary of each profile at the end
  *   BENCH_ENGINE_LOGS=1       show PostgreSQL and NATS output
@@ -13,6 +16,7 @@
  * The table goes to stdout, progress to stderr, everything measured to test/bench/last-run.json.
  * Exit status: 0 when every phase ran (targets missed or not: the table says which), 1 when a phase failed.
  */
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, statfs } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,6 +34,7 @@ import { ensFanout } from './fanout.ts';
 import { blastWithSingles, clearRecord, pacedSends, sharesUnderBacklogs, startLimitedTwilio, type Sender } from './fairness.ts';
 import { elapsedMs, progress } from './log.ts';
 import { memoryUnderLoad } from './memory.ts';
+import { runPeersPhase } from './peers/phase.ts';
 import { ensPipeline, rawPipeline } from './pipeline.ts';
 import { formatProfile, summariseProfiles, type ProfileSummary } from './profile.ts';
 import { fmt, ms, outcomesText, Report } from './report.ts';
@@ -37,7 +42,7 @@ import { medianOf, summarise } from './stats.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const TMPFS_MAGIC = 0x01021994;
-const PHASES = ['accept', 'memory', 'pipeline', 'fanout', 'fairness', 'callbacks', 'feed'] as const;
+const PHASES = ['accept', 'memory', 'pipeline', 'fanout', 'fairness', 'callbacks', 'feed', 'scaling', 'peers'] as const;
 type Phase = (typeof PHASES)[number];
 
 const ACCEPT = { concurrency: 32, warmupMs: 2_000, durationMs: 8_000 };
@@ -49,6 +54,24 @@ const FAIR = { handoffs: 5, perHandoff: 10_000, singleEveryMs: 100, backlogs: [3
 const CALLBACKS_N = 3_000;
 /** The raw pipeline and callbacks loops take about a second: each runs this many times, median kept. */
 const RAW_REPEATS = 3;
+
+/**
+ * A multi-process `ens serve` answers /readyz as soon as its first process listens: wait until all
+ * `n` processes run, and a moment more for the last to listen.
+ */
+async function allProcessesUp(pid: number, n: number): Promise<void> {
+  if (n <= 1) return;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const children = await new Promise<number>((resolve) =>
+      execFile('pgrep', ['-P', String(pid), '-f', 'serve --roles'], (_e, out) => resolve(String(out).split('\n').filter(Boolean).length)),
+    );
+    if (children >= n) break;
+    if (Date.now() > deadline) throw new Error(`ENS_PROCESSES=${n}: only ${children} processes after 60 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await new Promise((r) => setTimeout(r, 3_000));
+}
 
 function selectedPhases(): Set<Phase> {
   const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
@@ -64,6 +87,8 @@ async function main(): Promise<number> {
   const feedRows = Number(process.env.BENCH_FEED_ROWS ?? 1_000_000);
   if (!Number.isInteger(feedRows) || feedRows < 2_000) throw new Error('BENCH_FEED_ROWS must be an integer ≥ 2000');
   const profiling = process.env.BENCH_CPU_PROF === '1';
+  const growthRows = process.env.BENCH_GROWTH_ROWS ? Number(process.env.BENCH_GROWTH_ROWS) : undefined;
+  if (growthRows !== undefined && (!Number.isInteger(growthRows) || growthRows < 50_000)) throw new Error('BENCH_GROWTH_ROWS must be an integer ≥ 50000');
   const startedAt = new Date();
   const loadStart = os.loadavg();
   const report = new Report();
@@ -96,7 +121,9 @@ async function main(): Promise<number> {
     // The main child writes a heap snapshot on SIGUSR2 (the memory phase measures its live heap that way).
     const snapshotDir = path.join(root, 'heap-snapshots');
     await mkdir(snapshotDir, { recursive: true });
-    const startMain = (name: string) => startEns({ name, env, snapshotDir, ...(profDir ? { profDir } : {}) });
+    // extraEnv: the hook for runs of another ENS deployment (e.g. a multi-process `ens serve`).
+    const startMain = (name: string, extraEnv: Record<string, string> = {}) =>
+      startEns({ name, env: { ...env, ...extraEnv }, snapshotDir, ...(profDir ? { profDir } : {}) });
     let api: EnsChild = await startMain('main');
     const client = await createClient(env);
     const token = await mintToken(api.baseUrl, client);
@@ -107,7 +134,8 @@ async function main(): Promise<number> {
     const diag = (ensPid: number = api.pid, ensBaseUrl: string | undefined = api.baseUrl, ensSessions = true) =>
       watch({
         groups: {
-          ENS: { pids: [ensPid] },
+          // The whole tree: with ENS_PROCESSES > 1 the work is done by the serve's child processes.
+          ENS: { pids: [ensPid], tree: true },
           PostgreSQL: { pids: [engines.postgres.pid!], tree: true },
           NATS: { pids: [engines.nats.pid!] },
           bench: { pids: [process.pid, ...(receiver ? [receiver.pid] : [])] },
@@ -491,6 +519,61 @@ async function main(): Promise<number> {
       });
     }
 
+    // ── 6b. Scaling: the same measures with 1, 2 (and more, where there are cores) processes ──────
+    if (phases.has('scaling')) {
+      await phase('scaling', async () => {
+        const cores = os.availableParallelism();
+        const counts = [...new Set([1, 2, Math.min(cores, 4), cores].filter((n) => n <= Math.max(2, cores) && n <= 8))].sort((a, b) => a - b);
+        const runs: { n: number; accept: number; fanout: number; acceptDiag: Diagnosis; fanoutDiag: Diagnosis }[] = [];
+        for (const n of counts) {
+          await waitIdle(db, 'scaling');
+          await api.stop();
+          await clearRecord(db);
+          api = await startMain(`scaling-${n}`, { ENS_PROCESSES: String(n) });
+          await allProcessesUp(api.pid, n);
+          progress(`scaling: ENS_PROCESSES=${n}: accept, ${ACCEPT.concurrency} connections`);
+          const [acc, acceptDiag] = await watched(`scaling: accept, ${n} process${n > 1 ? 'es' : ''}`, () => ensAccept(api.baseUrl, token, ACCEPT));
+          await waitIdle(db, 'scaling');
+          await clearRecord(db);
+          progress(`scaling: ENS_PROCESSES=${n}: one handoff of ${FANOUT_N} sms`);
+          const [f, fanoutDiag] = await watched(`scaling: fan-out, ${n} process${n > 1 ? 'es' : ''}`, () => ensFanout(api.baseUrl, token, db, FANOUT_N));
+          progress(`scaling: ${n} process(es): accept ${fmt(acc.rate)}/s, fan-out ${fmt(f.sendRate)} sent/s`);
+          runs.push({ n, accept: acc.rate, fanout: f.sendRate, acceptDiag, fanoutDiag });
+        }
+        const one = runs[0]!;
+        for (const r of runs.slice(1)) {
+          const target = r.n === 2 ? 1.3 : undefined;
+          report.row({ measure: `Scaling: accept, ENS_PROCESSES=${r.n} vs 1 (C=${ACCEPT.concurrency})`, raw: `${fmt(one.accept)} /s`, ens: `${fmt(r.accept)} /s`, ratio: (r.accept / one.accept).toFixed(2), target: target ? `≥ ${target}` : 'info', met: target ? (r.accept / one.accept >= target ? 'yes' : 'NO') : 'info' });
+          report.row({ measure: `Scaling: ${FANOUT_N} fan-out, ENS_PROCESSES=${r.n} vs 1`, raw: `${fmt(one.fanout)} /s`, ens: `${fmt(r.fanout)} /s`, ratio: (r.fanout / one.fanout).toFixed(2), target: target ? `≥ ${target}` : 'info', met: target ? (r.fanout / one.fanout >= target ? 'yes' : 'NO') : 'info' });
+        }
+        report.note(
+          `Scaling (${cores} cores): CPU per accepted request and per delivery sent, split by process group, with 1…${counts.at(-1)} ENS processes. ` +
+            runs.map((r) => `${r.n}: accept ${formatCpuPerOp(cpuPerOp(r.acceptDiag, r.accept * (ACCEPT.durationMs / 1000)))}; fan-out ${formatCpuPerOp(cpuPerOp(r.fanoutDiag, FANOUT_N))}`).join(' | '),
+        );
+        report.data.scaling = runs.map((r) => ({ processes: r.n, acceptPerS: r.accept, fanoutPerS: r.fanout, acceptCpuPerOp: cpuPerOp(r.acceptDiag, r.accept * (ACCEPT.durationMs / 1000)), fanoutCpuPerOp: cpuPerOp(r.fanoutDiag, FANOUT_N) }));
+        await api.stop();
+        await clearRecord(db);
+        api = await startMain('main-after-scaling');
+      });
+    }
+
+    // ── 7. Peers: what a team would pick instead, on the same engines ─────────────────────────────
+    // Last, because it empties the delivery record the earlier phases built (each of its ENS runs starts from an empty one).
+    if (phases.has('peers')) {
+      await phase('peers', async () => {
+        await waitIdle(db, 'peers');
+        await runPeersPhase({
+          engines,
+          db,
+          ens: { label: 'ENS, all roles, 1 process', pids: [api.pid], baseUrl: api.baseUrl, token, clientId: client.clientId },
+          report,
+          accept: ACCEPT,
+          redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+          ...(growthRows ? { growthRows } : {}),
+        });
+      });
+    }
+
     // Stop the ENS children now so their CPU profiles are written, then summarise them.
     const childLogs = allChildren.map((c) => ({ name: c.name, warnings: c.logs.warnings, errors: c.logs.errors, samples: Object.fromEntries(c.logs.samples) }));
     for (const c of allChildren) await c.stop();
@@ -520,7 +603,7 @@ async function main(): Promise<number> {
   const table = report.table(header);
   process.stdout.write(`\n${table}\n`);
   const jsonFile = path.join(HERE, 'last-run.json');
-  await report.writeJson(jsonFile, { startedAt: startedAt.toISOString(), durationMs, phases: [...phases], feedRows, profiling, cpus: os.cpus().length, loadStart, loadEnd, header, table });
+  await report.writeJson(jsonFile, { startedAt: startedAt.toISOString(), durationMs, phases: [...phases], feedRows, growthRows, profiling, cpus: os.cpus().length, loadStart, loadEnd, header, table });
   progress(`wrote ${path.relative(process.cwd(), jsonFile)}`);
   return failures > 0 ? 1 : 0;
 }

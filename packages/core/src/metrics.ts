@@ -44,6 +44,8 @@ export const providerPace = new Gauge({
   help: 'The sends per second a paced provider is held to, across all worker processes',
   labelNames: ['provider'],
   registers: [metricsRegistry],
+  // One pace shared by every process: summing it over processes would multiply it.
+  aggregator: 'max',
 });
 
 export const providerPaceWaiting = new Gauge({
@@ -66,6 +68,19 @@ export const mediaCollected = new Counter({
   registers: [metricsRegistry],
 });
 
+export const retentionRemoved = new Counter({
+  name: 'ens_retention_removed_total',
+  help: 'Rows removed because their handoff was done and older than ENS_RETENTION, by table',
+  labelNames: ['table'],
+  registers: [metricsRegistry],
+});
+
+export const retentionBatches = new Counter({
+  name: 'ens_retention_batches_total',
+  help: 'Transactions the retention job committed; each removes at most its batch of deliveries',
+  registers: [metricsRegistry],
+});
+
 export const sweeperRequeued = new Counter({
   name: 'ens_sweeper_requeued_total',
   help: 'Deliveries and callbacks re-enqueued because their wake-up was lost',
@@ -78,6 +93,8 @@ export const providerUp = new Gauge({
   help: '1 while a provider takes sends for its channel, 0 while it is taken out after transient failures',
   labelNames: ['channel', 'provider'],
   registers: [metricsRegistry],
+  // Each process has its own fail-over breaker: 0 when any process has taken the provider out.
+  aggregator: 'min',
 });
 
 export const devicesRemoved = new Counter({

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { CHANNELS } from '../schemas/channel.ts';
 import { ConfigError } from './config-error.ts';
@@ -67,6 +68,13 @@ export const VARIABLES = {
     shown: 'unset',
     doc: 'in a process without the api role: the port that serves `/healthz`, `/readyz` and `/metrics` (unset: none); the api role serves them on `PORT`',
   }),
+  processes: integer('ENS_PROCESSES', {
+    default: os.availableParallelism(),
+    min: 1,
+    max: 256,
+    shown: 'the number of cores',
+    doc: '`ens serve` runs this many processes, supervised, each with the chosen roles (the feed role in one of them); `1` runs everything in one process (see [Every core](#every-core-ens_processes))',
+  }),
   host: text('HOST', { default: '127.0.0.1', doc: 'address to listen on (`0.0.0.0` to serve other machines)' }),
   databaseUrl: optionalText('DATABASE_URL', { pattern: '^postgres(ql)?://', doc: 'PostgreSQL URL. Unset: ENS starts its own PostgreSQL under `ENS_DATA_DIR/postgres`' }),
   natsUrl: optionalText('NATS_URL', {
@@ -93,6 +101,11 @@ export const VARIABLES = {
     doc: 'let ENS reach loopback, private and link-local addresses a client supplied: callback URLs, Web Push endpoints, alert webhooks (internal receivers, tests)',
   }),
   idempotencyTtlMs: duration('ENS_IDEMPOTENCY_TTL', { default: '24h', doc: 'how long Idempotency-Keys are kept' }),
+  retentionMs: duration('ENS_RETENTION', {
+    default: '30d',
+    doc:
+      'how long the record of a handoff (its deliveries, attempts, provider events, callbacks) is kept; older ones are removed once all their deliveries and callbacks have ended (see [Retention](#retention)). At least `ENS_IDEMPOTENCY_TTL`',
+  }),
   maxRecipients: integer('ENS_MAX_RECIPIENTS', { default: 10_000, min: 1, doc: 'recipients per message entry (over → 400)' }),
   maxBodyBytes: integer('ENS_MAX_BODY_BYTES', { default: 20 * 1024 * 1024, min: 1, doc: 'request body limit in bytes (over → 413)' }),
   maxImageBytes: integer('ENS_MAX_IMAGE_BYTES', { default: 5 * 1024 * 1024, min: 1, doc: 'decoded size of one inline image (over → 413)' }),
@@ -153,6 +166,37 @@ export const VARIABLES = {
     }),
     sessionTtlMs: duration('ENS_OPS_SESSION_TTL', { default: '8h', doc: 'console session lifetime (server-side)' }),
     contact: text('ENS_OPS_CONTACT', { default: 'your ENS administrators', doc: 'whom people without rights should ask (shown on the notice page)' }),
+  },
+  // OpenTelemetry's own names (see README "Traces (OpenTelemetry)"); tracing is off unless one of
+  // the endpoints is set or OTEL_TRACES_EXPORTER=otlp, and OTEL_SDK_DISABLED or `none` turn it off.
+  tracing: {
+    sdkDisabled: flag('OTEL_SDK_DISABLED', { default: false, doc: '`true` turns tracing off, whatever else is set' }),
+    exporter: custom('OTEL_TRACES_EXPORTER', {
+      shown: 'unset',
+      pattern: '^(otlp|none)$',
+      doc: '`otlp` turns tracing on (to `http://localhost:4318/v1/traces` unless an endpoint is set); `none` turns it off. Unset: on when an endpoint is set',
+      transform: (raw) => (raw as 'otlp' | 'none' | undefined) ?? null,
+    }),
+    endpoint: optionalText('OTEL_EXPORTER_OTLP_ENDPOINT', {
+      pattern: '^https?://',
+      doc: 'OTLP/HTTP base URL of a collector, e.g. `http://otel-collector:4318`; spans go to its `/v1/traces`. Setting it turns tracing on',
+    }),
+    tracesEndpoint: optionalText('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', {
+      pattern: '^https?://',
+      doc: 'the full URL spans are posted to, used as is (wins over `OTEL_EXPORTER_OTLP_ENDPOINT`). Setting it turns tracing on',
+    }),
+    protocol: choice('OTEL_EXPORTER_OTLP_PROTOCOL', ['http/protobuf'], { default: 'http/protobuf', doc: 'only `http/protobuf` is spoken; `grpc` or `http/json` stop the start' }),
+    tracesProtocol: choice('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', ['http/protobuf'], { default: 'http/protobuf', doc: 'the same, for traces alone' }),
+    headers: optionalText('OTEL_EXPORTER_OTLP_HEADERS', {
+      pattern: '^\\s*[^=,\\s]+\\s*=[^,]*(,\\s*[^=,\\s]+\\s*=[^,]*)*$',
+      doc: 'headers for every export request, `key=value` pairs comma-separated, values URL-encoded, e.g. `authorization=Bearer%20xyz`',
+    }),
+    tracesHeaders: optionalText('OTEL_EXPORTER_OTLP_TRACES_HEADERS', {
+      pattern: '^\\s*[^=,\\s]+\\s*=[^,]*(,\\s*[^=,\\s]+\\s*=[^,]*)*$',
+      doc: 'the same, for traces alone (a header named in both takes this value)',
+    }),
+    serviceName: text('OTEL_SERVICE_NAME', { default: 'ens', doc: 'the `service.name` ENS\'s spans carry' }),
+    scheduleDelayMs: integer('OTEL_BSP_SCHEDULE_DELAY', { default: 5000, min: 1, doc: 'milliseconds between two exports of the spans ended meanwhile' }),
   },
   logLevel: choice('ENS_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info', doc: 'pino level: `fatal`…`trace`, or `silent`' }),
 } as const;
