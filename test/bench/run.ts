@@ -55,6 +55,13 @@ const CALLBACKS_N = 3_000;
 /** The raw pipeline and callbacks loops take about a second: each runs this many times, median kept. */
 const RAW_REPEATS = 3;
 
+/** Resident memory of an `ens serve` and each process it supervises, in MB (the supervisor first). */
+async function treeRssMb(pid: number): Promise<number[]> {
+  const out = await new Promise<string>((resolve) => execFile('ps', ['-o', 'pid=,ppid=,rss=', '-A'], (_e, o) => resolve(String(o))));
+  const rows = out.split('\n').map((l) => l.trim().split(/\s+/).map(Number)).filter((r) => r.length === 3);
+  return rows.filter(([p, pp]) => p === pid || pp === pid).sort((a, b) => (a[0] === pid ? -1 : b[0] === pid ? 1 : a[0]! - b[0]!)).map((r) => r[2]! / 1024);
+}
+
 /**
  * A multi-process `ens serve` answers /readyz as soon as its first process listens: wait until all
  * `n` processes run, and a moment more for the last to listen.
@@ -524,7 +531,7 @@ async function main(): Promise<number> {
       await phase('scaling', async () => {
         const cores = os.availableParallelism();
         const counts = [...new Set([1, 2, Math.min(cores, 4), cores].filter((n) => n <= Math.max(2, cores) && n <= 8))].sort((a, b) => a - b);
-        const runs: { n: number; accept: number; fanout: number; acceptDiag: Diagnosis; fanoutDiag: Diagnosis }[] = [];
+        const runs: { n: number; accept: number; fanout: number; acceptDiag: Diagnosis; fanoutDiag: Diagnosis; rssMb: number[] }[] = [];
         for (const n of counts) {
           await waitIdle(db, 'scaling');
           await api.stop();
@@ -537,8 +544,9 @@ async function main(): Promise<number> {
           await clearRecord(db);
           progress(`scaling: ENS_PROCESSES=${n}: one handoff of ${FANOUT_N} sms`);
           const [f, fanoutDiag] = await watched(`scaling: fan-out, ${n} process${n > 1 ? 'es' : ''}`, () => ensFanout(api.baseUrl, token, db, FANOUT_N));
-          progress(`scaling: ${n} process(es): accept ${fmt(acc.rate)}/s, fan-out ${fmt(f.sendRate)} sent/s`);
-          runs.push({ n, accept: acc.rate, fanout: f.sendRate, acceptDiag, fanoutDiag });
+          const rssMb = await treeRssMb(api.pid);
+          progress(`scaling: ${n} process(es): accept ${fmt(acc.rate)}/s, fan-out ${fmt(f.sendRate)} sent/s; RSS ${rssMb.map((r) => `${fmt(r)} MB`).join(', ')}`);
+          runs.push({ n, accept: acc.rate, fanout: f.sendRate, acceptDiag, fanoutDiag, rssMb });
         }
         const one = runs[0]!;
         for (const r of runs.slice(1)) {
@@ -548,7 +556,7 @@ async function main(): Promise<number> {
         }
         report.note(
           `Scaling (${cores} cores): CPU per accepted request and per delivery sent, split by process group, with 1…${counts.at(-1)} ENS processes. ` +
-            runs.map((r) => `${r.n}: accept ${formatCpuPerOp(cpuPerOp(r.acceptDiag, r.accept * (ACCEPT.durationMs / 1000)))}; fan-out ${formatCpuPerOp(cpuPerOp(r.fanoutDiag, FANOUT_N))}`).join(' | '),
+            runs.map((r) => `${r.n}: accept ${formatCpuPerOp(cpuPerOp(r.acceptDiag, r.accept * (ACCEPT.durationMs / 1000)))}; fan-out ${formatCpuPerOp(cpuPerOp(r.fanoutDiag, FANOUT_N))}; RSS after the fan-out ${r.rssMb.map((m) => `${fmt(m)} MB`).join(' + ')}${r.n > 1 ? ' (the supervisor first)' : ''}`).join(' | '),
         );
         report.data.scaling = runs.map((r) => ({ processes: r.n, acceptPerS: r.accept, fanoutPerS: r.fanout, acceptCpuPerOp: cpuPerOp(r.acceptDiag, r.accept * (ACCEPT.durationMs / 1000)), fanoutCpuPerOp: cpuPerOp(r.fanoutDiag, FANOUT_N) }));
         await api.stop();

@@ -77,7 +77,7 @@ export function superviseChildren(plan: ChildPlan, logger: Logger): Supervisor {
       if (!started && !child.ready) {
         // A child that cannot start (a port in use, a bad plugin) would fail the same way again:
         // the start fails with it instead of looping.
-        settle.reject(new ChildFailedAtStart(index, code ?? 1));
+        settle.reject(new ChildFailedAtStart(index, code || 1));
         return;
       }
       const lived = Date.now() - child.startedAt;

@@ -38,6 +38,7 @@ export { SecretBox, deriveKey } from './secrets/secret-box.ts';
 export { resolveMasterKey } from './secrets/master-key.ts';
 export { DirectoryMediaStore } from './media/directory-store.ts';
 export { collectIfUnused, collectUnusedMedia, recordMediaPuts } from './media/media-collector.ts';
+export { answerChildren, askSupervisor } from './supervisor-ipc.ts';
 export { keepStatisticsFresh, refreshStatistics, staleTables, GROWING_TABLES } from './db/table-statistics.ts';
 export { removeExpiredRecords, retentionRound, RETENTION_TABLES, type RetentionOptions, type RetentionRoundResult, type RetentionTable } from './retention/retention-job.ts';
 export { S3MediaStore, S3MediaStoreError, MediaNotFoundError, type S3MediaStoreOptions } from './media/s3-store.ts';

@@ -35,26 +35,8 @@ export function createPool(url: string, opts: { max?: number; applicationName?: 
 const BY_IDS = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off';
 
 /** Runs one statement that works on a batch of ids, planned as lookups by key (see BY_IDS). */
-export async function queryByIds<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Db, q: pg.QueryConfig): Promise<pg.QueryResult<R>> {
-  const c = await db.connect();
-  // PostgreSQL dying between two of the transaction's statements is reported as an 'error' event on
-  // the client (no query is waiting for it), which would end the process unheard; the next query
-  // fails with it instead, and the broken client is discarded on release.
-  let broken: Error | undefined;
-  const onError = (e: Error) => void (broken = e);
-  c.on('error', onError);
-  try {
-    await c.query(BY_IDS);
-    const r = await c.query<R>(q);
-    await c.query('COMMIT');
-    return r;
-  } catch (e) {
-    await c.query('ROLLBACK').catch(() => {});
-    throw e;
-  } finally {
-    c.off('error', onError);
-    c.release(broken);
-  }
+export function queryByIds<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Db, q: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+  return transaction(db, BY_IDS, (c) => c.query<R>(q));
 }
 
 /**
@@ -67,14 +49,23 @@ export function createAsyncCommitPool(url: string, opts: { max?: number; applica
 }
 
 /** Runs fn in a transaction; rolls back on any throw. */
-export async function inTransaction<T>(db: Db, fn: (c: DbClient) => Promise<T>): Promise<T> {
+export function inTransaction<T>(db: Db, fn: (c: DbClient) => Promise<T>): Promise<T> {
+  return transaction(db, 'BEGIN', fn);
+}
+
+/**
+ * Runs fn between `begin` (BEGIN and any SET LOCAL) and COMMIT on one client. PostgreSQL going
+ * away between two of its statements is reported as an 'error' event on the client (no query is
+ * waiting for it), which would end the process unheard: it is kept, the next query fails with it,
+ * and the broken client is discarded on release.
+ */
+async function transaction<T>(db: Db, begin: string, fn: (c: DbClient) => Promise<T>): Promise<T> {
   const c = await db.connect();
-  // As in queryByIds: a connection lost between statements fails the next one, not the process.
   let broken: Error | undefined;
   const onError = (e: Error) => void (broken = e);
   c.on('error', onError);
   try {
-    await c.query('BEGIN');
+    await c.query(begin);
     const out = await fn(c);
     await c.query('COMMIT');
     return out;

@@ -1,5 +1,5 @@
-import cluster from 'node:cluster';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { answerChildren, askSupervisor } from '@ens/core/internal';
 
 /*
  * The per-client request limit across the processes of one `ens serve` (ENS_PROCESSES > 1).
@@ -14,20 +14,15 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
  * small and IPC happens a few times a second per client, not per request.
  */
 
-const ASK = 'ens:lease?';
-const ANSWER = 'ens:lease!';
+const CHANNEL = 'ens:lease';
 const TIMEOUT_MS = 2_000;
 
-interface Ask {
-  type: typeof ASK;
-  id: number;
+interface LeaseAsk {
   perSecond: number;
   key: string;
   want: number;
 }
-interface Answer {
-  type: typeof ANSWER;
-  id: number;
+interface Lease {
   granted: number;
   msBeforeNext: number;
 }
@@ -35,51 +30,20 @@ interface Answer {
 /** In the supervising process: keeps each limit's one count and grants leases from it. */
 export function serveRequestLeases(): void {
   const counts = new Map<number, RateLimiterMemory>();
-  cluster.on('message', (worker, m: Ask) => {
-    if (m?.type !== ASK) return;
-    let count = counts.get(m.perSecond);
+  answerChildren<LeaseAsk, Lease>(CHANNEL, async (q) => {
+    let count = counts.get(q.perSecond);
     if (!count) {
-      count = new RateLimiterMemory({ points: m.perSecond, duration: 1 });
-      counts.set(m.perSecond, count);
+      count = new RateLimiterMemory({ points: q.perSecond, duration: 1 });
+      counts.set(q.perSecond, count);
     }
     // One consume of `want` points is one step on the count (no await between reading and
     // writing it), so concurrent asks can never be granted more than the limit together.
-    const answer = (r: RateLimiterRes) => {
-      const before = r.consumedPoints - m.want;
-      const granted = Math.max(0, Math.min(m.want, m.perSecond - before));
-      if (worker.isConnected()) worker.send({ type: ANSWER, id: m.id, granted, msBeforeNext: r.msBeforeNext } satisfies Answer);
-    };
-    count.consume(m.key, m.want).then(answer, (r: unknown) => {
-      if (r instanceof RateLimiterRes) answer(r);
-      else if (worker.isConnected()) worker.send({ type: ANSWER, id: m.id, granted: 0, msBeforeNext: 1_000 } satisfies Answer);
+    const r = await count.consume(q.key, q.want).catch((e: unknown) => {
+      if (e instanceof RateLimiterRes) return e;
+      throw e;
     });
-  });
-}
-
-let nextId = 0;
-const waiting = new Map<number, { resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
-let listening = false;
-
-function ask(perSecond: number, key: string, want: number): Promise<Answer> {
-  if (!listening) {
-    listening = true;
-    process.on('message', (m: Answer) => {
-      if (m?.type !== ANSWER) return;
-      const w = waiting.get(m.id);
-      if (!w) return;
-      waiting.delete(m.id);
-      clearTimeout(w.timer);
-      w.resolve(m);
-    });
-  }
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      waiting.delete(id);
-      reject(new Error(`the supervising process did not answer a rate-limit lease within ${TIMEOUT_MS} ms`));
-    }, TIMEOUT_MS);
-    waiting.set(id, { resolve, timer });
-    process.send!({ type: ASK, id, perSecond, key, want } satisfies Ask);
+    const before = r.consumedPoints - q.want;
+    return { granted: Math.max(0, Math.min(q.want, q.perSecond - before)), msBeforeNext: r.msBeforeNext };
   });
 }
 
@@ -99,7 +63,7 @@ export class LeasedLimits {
       return null;
     }
     const want = Math.max(1, Math.floor(perSecond / (8 * this.processes)));
-    const a = await ask(perSecond, key, want);
+    const a = await askSupervisor<Lease>(CHANNEL, { perSecond, key, want } satisfies LeaseAsk, TIMEOUT_MS);
     if (a.granted === 0) return a.msBeforeNext;
     const until = Date.now() + a.msBeforeNext;
     const current = this.#leases.get(lk);
