@@ -77,6 +77,26 @@ t.test('ENS_PROCESSES=2: one service of two processes, supervised', async (t) =>
     await waitFor(async () => Number((await svc.rt.db.query<{ n: string }>('SELECT count(*) AS n FROM deliveries WHERE stamp_pending')).rows[0]!.n) === 0, 30_000, 'every change stamped into the feed');
   });
 
+  await t.test('a process that keeps dying soon after its start is restarted after a growing pause', async (t) => {
+    const pauses = () =>
+      p.output().split('\n').filter((l) => l.includes('starting it again')).map((l) => (JSON.parse(l) as { restartInMs: number }).restartInMs);
+    const seen = pauses().length;
+    for (let round = 0; round < 2; round++) {
+      // Always the first process's replacement (the second has run untouched since the start).
+      const victim = childrenOf(p.child.pid!).find((c) => c !== pids[1])!;
+      process.kill(victim, 'SIGKILL');
+      await waitFor(async () => {
+        const now = childrenOf(p.child.pid!);
+        return now.length === 2 && !now.includes(victim) ? now : null;
+      }, 30_000, `process ${victim} replaced`);
+    }
+    // The process killed in the previous subtest may itself have died within 10 s of its start, so
+    // the first pause here is 0.5 s or already 1 s; each next one doubles.
+    const [first, second] = pauses().slice(seen);
+    t.ok(first === 500 || first === 1000, `a death within 10 s of its start waits (${first} ms)`);
+    t.equal(second, first! * 2, `the next one twice as long (${second} ms)`);
+  });
+
   await t.test('SIGTERM to the supervisor stops every process, cleanly', async (t) => {
     const before = childrenOf(p.child.pid!);
     p.child.kill('SIGTERM');

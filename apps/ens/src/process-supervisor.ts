@@ -65,7 +65,6 @@ export function superviseChildren(plan: ChildPlan, logger: Logger): Supervisor {
     worker.on('message', (m: { type?: string }) => {
       if (m?.type !== CHILD_READY || child.ready) return;
       child.ready = true;
-      pauses[index] = 0;
       if (++readyCount === plan.count) settle.resolve();
     });
     worker.on('exit', (code, signal) => {
@@ -83,7 +82,8 @@ export function superviseChildren(plan: ChildPlan, logger: Logger): Supervisor {
       const lived = Date.now() - child.startedAt;
       pauses[index] = lived < STABLE_MS ? Math.min(LONGEST_PAUSE_MS, Math.max(FIRST_PAUSE_MS, pauses[index]! * 2)) : 0;
       logger.warn({ process: index + 1, pid: worker.process.pid, code, signal, restartInMs: pauses[index] }, 'an ENS process stopped; starting it again');
-      setTimeout(() => !stopping && fork(index), pauses[index]).unref();
+      // Not unref'd: with every child down, this timer is what keeps the supervisor running.
+      setTimeout(() => !stopping && fork(index), pauses[index]);
     });
   };
   // Until every child was ready once, a death fails the start; afterwards it is restarted.

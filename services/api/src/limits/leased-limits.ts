@@ -4,8 +4,10 @@ import { answerChildren, askSupervisor } from '@ens/core/internal';
 /*
  * The per-client request limit across the processes of one `ens serve` (ENS_PROCESSES > 1).
  * Asking the supervisor on every request (rate-limiter-flexible's cluster limiter) kept the count
- * exact but cost an IPC round trip per request: in the bench, two processes accepted 0.62× what one
- * did, against 0.97× without it. Instead the supervisor holds the one count and hands a process a
+ * exact but cost an IPC round trip per request, and with N processes the supervisor's one thread
+ * would answer every request of all of them (one bench run: two processes accepted 0.62× what one
+ * did, 0.97× with the count kept locally; two-process runs here spread from 0.62 to 0.98, so that
+ * pair alone proves little). Instead the supervisor holds the one count and hands a process a
  * lease of several requests of a client's current second at once; the process spends it locally
  * and asks again when it is used up. The count is never exceeded (every request spent was granted
  * by the supervisor); what a process leased and did not spend by the end of the second is lost, so
