@@ -68,7 +68,9 @@ t.test('ENS_PROCESSES=2: one service of two processes, supervised', async (t) =>
       return c.length === 2 && !c.includes(pids[0]!) ? c : null;
     }, 30_000, 'a new process in place of the killed one');
     t.ok(now.includes(pids[1]!), 'the other process kept running');
-    t.match(p.output(), /an ENS process stopped; starting it again/, 'the restart is logged');
+    // The supervisor's log reaches this process through a pipe, possibly after pgrep saw the new process.
+    await waitFor(async () => /an ENS process stopped; starting it again/.test(p.output()), 10_000, 'the restart in the log');
+    t.pass('the restart is logged');
     await send(20, 'after-kill');
     await waitFor(async () => Number((await svc.rt.db.query<{ n: string }>(`SELECT count(*) AS n FROM deliveries WHERE status = 'pending'`)).rows[0]!.n) === 0, 60_000, 'every delivery to end');
     const r = await svc.rt.db.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM deliveries GROUP BY status');
@@ -92,6 +94,7 @@ t.test('ENS_PROCESSES=2: one service of two processes, supervised', async (t) =>
     }
     // The process killed in the previous subtest may itself have died within 10 s of its start, so
     // the first pause here is 0.5 s or already 1 s; each next one doubles.
+    await waitFor(async () => pauses().length >= seen + 2, 10_000, 'both restarts in the log');
     const [first, second] = pauses().slice(seen);
     t.ok(first === 500 || first === 1000, `a death within 10 s of its start waits (${first} ms)`);
     t.equal(second, first! * 2, `the next one twice as long (${second} ms)`);
