@@ -24,46 +24,29 @@ const WEBHOOK_TIMEOUT_MS = 10_000;
 /** The alert email: plain words an on-call person can act on from a phone. */
 export function alertEmail(n: AlertNotice, to: string): Handoff {
   const what = `${n.rule.scope === 'event_type' ? 'event type' : 'tenant'} ${n.rule.value}`;
-  if (n.test) {
-    return {
-      tenant: ALERTS_TENANT,
-      event_type: ALERTS_EVENT_TYPE,
-      reference: `alert-test-${n.firingId}`,
-      messages: [
-        {
-          channel: 'email',
-          recipients: [to],
-          content: {
-            kind: 'rendered',
-            subject: `[ENS alert test] ${n.rule.name}`,
-            body:
-              `This is a test of the ENS alert "${n.rule.name}", sent from the console. Nothing is firing.\n\n` +
-              `When ${n.rule.threshold_percent}% or more of the deliveries of ${what} that end within ${n.rule.window_minutes} minutes fail ` +
-              `(with at least ${n.rule.min_volume} of them), this address gets an email like this one.\n\nConsole: ${n.consoleUrl}\n`,
-          },
-        },
-      ],
-    };
-  }
+  const { reference, subject, body } = n.test
+    ? {
+        reference: `alert-test-${n.firingId}`,
+        subject: `[ENS alert test] ${n.rule.name}`,
+        body:
+          `This is a test of the ENS alert "${n.rule.name}", sent from the console. Nothing is firing.\n\n` +
+          `When ${n.rule.threshold_percent}% or more of the deliveries of ${what} that end within ${n.rule.window_minutes} minutes fail ` +
+          `(with at least ${n.rule.min_volume} of them), this address gets an email like this one.\n\nConsole: ${n.consoleUrl}\n`,
+      }
+    : {
+        reference: `alert-firing-${n.firingId}`,
+        subject: `[ENS alert] ${n.rule.name}: ${n.ratePercent}% of ${what} deliveries failed`,
+        body:
+          `The ENS alert "${n.rule.name}" is firing.\n\n` +
+          `${n.failed} of ${n.total} deliveries of ${what} that ended in the last ${n.rule.window_minutes} minutes failed (${n.ratePercent}%). ` +
+          `The rule fires at ${n.rule.threshold_percent}% with at least ${n.rule.min_volume} deliveries.\n\n` +
+          `Since: ${n.startedAt}\nConsole: ${n.consoleUrl}\n`,
+      };
   return {
     tenant: ALERTS_TENANT,
     event_type: ALERTS_EVENT_TYPE,
-    reference: `alert-firing-${n.firingId}`,
-    messages: [
-      {
-        channel: 'email',
-        recipients: [to],
-        content: {
-          kind: 'rendered',
-          subject: `[ENS alert] ${n.rule.name}: ${n.ratePercent}% of ${what} deliveries failed`,
-          body:
-            `The ENS alert "${n.rule.name}" is firing.\n\n` +
-            `${n.failed} of ${n.total} deliveries of ${what} that ended in the last ${n.rule.window_minutes} minutes failed (${n.ratePercent}%). ` +
-            `The rule fires at ${n.rule.threshold_percent}% with at least ${n.rule.min_volume} deliveries.\n\n` +
-            `Since: ${n.startedAt}\nConsole: ${n.consoleUrl}\n`,
-        },
-      },
-    ],
+    reference,
+    messages: [{ channel: 'email', recipients: [to], content: { kind: 'rendered', subject, body } }],
   };
 }
 
@@ -90,6 +73,8 @@ export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): P
   const clientId = await alertsClient(rt);
   const client = await rt.clients.get(clientId);
   const handoff = alertEmail(n, to);
+  // One key per firing (or per test): the email's reference, alert-firing-… or alert-test-….
+  const key = handoff.reference!;
   const planned = planDeliveries(handoff, { maxRecipients: rt.config.maxRecipients });
   const handoffId = newId();
   const deliveries = planned.map((p) => ({ id: newId(), channel: p.channel, recipient: p.recipient }));
@@ -97,8 +82,8 @@ export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): P
   try {
     const r = await acceptHandoff(rt.db, {
       clientId,
-      idempotencyKey: `${n.test ? 'alert-test' : 'alert-firing'}-${n.firingId}`,
-      requestHash: createHash('sha256').update(`${n.test ? 'alert-test' : 'alert-firing'}-${n.firingId}`).digest('base64url'),
+      idempotencyKey: key,
+      requestHash: createHash('sha256').update(key).digest('base64url'),
       responseBody: body,
       handoffId,
       tenant: handoff.tenant,

@@ -48,8 +48,8 @@ function safeBack(v: string): string {
 export function deadLetterRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const { rt } = deps;
 
-  const replayed = async (ids: string[]): Promise<string[]> => {
-    const done = await rt.callbacks.replay({ ids });
+  const replayed = async (sel: Parameters<typeof rt.callbacks.replay>[0]): Promise<string[]> => {
+    const done = await rt.callbacks.replay(sel);
     wakeCallbacks(rt.nc, done, rt.logger);
     return done;
   };
@@ -106,7 +106,7 @@ ${pager(next, (a) => `${back}${query({ after: a })}`)}`),
   app.post<{ Params: { id: string } }>('/dead-letters/:id/replay', { preHandler: app.csrfProtection }, async (req, reply) => {
     const back = safeBack(formValue(req.body, 'back'));
     if (!UUID.test(req.params.id)) return redirectWithFlash(reply, deps, back, 'No such callback.');
-    const done = await replayed([req.params.id]);
+    const done = await replayed({ ids: [req.params.id] });
     await deps.audit.write({ ...actorOf(req), action: 'dead_letter.replay', target: req.params.id, detail: { replayed: done.length } });
     return redirectWithFlash(reply, deps, back, done.length ? `Callback ${req.params.id} queued again.` : `Callback ${req.params.id} is not a dead letter (already replayed?); nothing was queued.`);
   });
@@ -116,7 +116,7 @@ ${pager(next, (a) => `${back}${query({ after: a })}`)}`),
     const key = formValue(req.body, 'group');
     const group = GROUP_KEY.test(key) ? await findDeadLetterGroup(rt.db, key) : null;
     if (!group) return redirectWithFlash(reply, deps, '/ops/dead-letters', 'That group has no dead letter left (already replayed?); nothing was queued.');
-    const done = await replayed(await deadLetterIdsOfGroup(rt.db, key));
+    const done = await replayed({ ids: await deadLetterIdsOfGroup(rt.db, key) });
     await deps.audit.write({ ...actorOf(req), action: 'dead_letter.replay_group', target: group.client_id, detail: { url: group.url, last_error: group.last_error, replayed: done.length } });
     // The group's page is empty once replayed: back to the list.
     const to = back.startsWith('/ops/dead-letters/group/') ? '/ops/dead-letters' : back;
@@ -125,8 +125,7 @@ ${pager(next, (a) => `${back}${query({ after: a })}`)}`),
 
   app.post('/dead-letters/replay-all', { preHandler: app.csrfProtection }, async (req, reply) => {
     const clientId = formValue(req.body, 'client_id').trim();
-    const done = await rt.callbacks.replay(clientId ? { clientId } : {});
-    wakeCallbacks(rt.nc, done, rt.logger);
+    const done = await replayed(clientId ? { clientId } : {});
     await deps.audit.write({ ...actorOf(req), action: 'dead_letter.replay_all', target: clientId || null, detail: { replayed: done.length, scope: clientId ? 'client' : 'all' } });
     return redirectWithFlash(reply, deps, `/ops/dead-letters${query({ client: clientId })}`, `${plural(done.length, 'callback', 'callbacks')} queued again`);
   });
