@@ -45,7 +45,7 @@ export { S3MediaStore, S3MediaStoreError, MediaNotFoundError, type S3MediaStoreO
 export { pinnedDispatcher, closeOutboundConnections } from './outbound/pinned-dispatcher.ts';
 export { allVariables, VARIABLES } from './config/variables.ts';
 export type { EnvVar } from './config/env-var.ts';
-export { startTracing, tracesUrl, tracingWanted, type Tracing } from './tracing/start-tracing.ts';
+export { startTracing, TRACING_OFF, tracesUrl, tracingWanted, type Tracing } from './tracing/start-tracing.ts';
 export { tracingOn } from './tracing/switch.ts';
 export { contextFrom, traceparentOf, validTraceparent } from './tracing/trace-context.ts';
 export { endAcceptSpan, endAttemptSpan, endCallbackPostSpan, noteAccepted, noteHandoff, startAcceptSpan, startAttemptSpan, startCallbackPostSpan } from './tracing/spans.ts';

@@ -6,7 +6,7 @@ import { resolveEngines, type Engines } from '../engines.ts';
 import { removeEnginesFile, writeEnginesFile } from '../engines-file.ts';
 import { registerServe, unregisterServe } from '../serve-registry.ts';
 import { isOperatorError } from '@ens/plugin-sdk';
-import { isDatabaseUnavailable, isNatsUnavailable, startTracing } from '@ens/core/internal';
+import { isDatabaseUnavailable, isNatsUnavailable, startTracing, TRACING_OFF } from '@ens/core/internal';
 import { ChildFailedAtStart, CHILD_READY, superviseChildren, type Supervisor } from '../process-supervisor.ts';
 import { startRoles, type Role } from '../roles.ts';
 import { StoppedWaiting, untilReachable, type UntilReachableOptions } from '../until-reachable.ts';
@@ -24,7 +24,8 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
   if (cluster.isWorker) return serveChild(config, roles);
   const count = processCount(config, roles);
   const logger = createLogger(config);
-  const tracing = await startTracing(config.tracing, logger);
+  // A supervisor runs no role, so records no span: only the processes that run roles export.
+  const tracing = count === 1 ? await startTracing(config.tracing, logger) : TRACING_OFF;
   const engines = await resolveEngines(config, { needNats: true, start: true, log: (line) => logger.debug({ engine: line }, 'engine') });
   let rt: Runtime | undefined;
   let supervisor: Supervisor | undefined;

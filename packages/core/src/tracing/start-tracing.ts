@@ -37,7 +37,8 @@ function diagLogger(logger: Logger): DiagLogger {
   return { error: (msg, ...args) => log.warn({ args }, msg), warn: (msg, ...args) => log.warn({ args }, msg), info: quiet, debug: quiet, verbose: quiet };
 }
 
-const OFF: Tracing = { on: false, shutdown: async () => {} };
+/** No tracing: what startTracing gives when nothing asks for it, and what a process without roles uses. */
+export const TRACING_OFF: Tracing = { on: false, shutdown: async () => {} };
 
 /**
  * Starts the OpenTelemetry SDK for this process when the configuration asks for traces (see
@@ -47,7 +48,7 @@ const OFF: Tracing = { on: false, shutdown: async () => {} };
  * without traces does not even load them.
  */
 export async function startTracing(c: TracingConfig, logger: Logger): Promise<Tracing> {
-  if (!tracingWanted(c)) return OFF;
+  if (!tracingWanted(c)) return TRACING_OFF;
   const [{ parseKeyPairsIntoRecord }, { OTLPTraceExporter }, { resourceFromAttributes }, { BatchSpanProcessor, TracerProvider }] = await Promise.all([
     import('@opentelemetry/core'),
     import('@opentelemetry/exporter-trace-otlp-proto'),
