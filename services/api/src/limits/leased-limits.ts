@@ -52,28 +52,44 @@ export function serveRequestLeases(): void {
 /** A process's leases: requests of a client's current second it may admit without asking. */
 export class LeasedLimits {
   readonly #leases = new Map<string, { left: number; until: number }>();
+  /**
+   * The ask under way for each limit and client. Requests that find no lease while one is being
+   * asked for wait for it and share it: each asking for a lease of its own would take the second's
+   * whole count in a few asks, and refuse the rest while most of it sat unspent in their leases.
+   */
+  readonly #asking = new Map<string, Promise<Lease>>();
 
   constructor(readonly processes: number) {}
 
   /** Admits one request of `key` under `perSecond`; resolves how long to wait when refused, or null. */
   async take(key: string, perSecond: number): Promise<number | null> {
     const lk = `${perSecond} ${key}`;
-    const now = Date.now();
-    const lease = this.#leases.get(lk);
-    if (lease && lease.until > now && lease.left > 0) {
-      lease.left--;
-      return null;
+    for (;;) {
+      const lease = this.#leases.get(lk);
+      if (lease && lease.until > Date.now() && lease.left > 0) {
+        lease.left--;
+        return null;
+      }
+      let ask = this.#asking.get(lk);
+      if (!ask) {
+        ask = this.#ask(lk, key, perSecond).finally(() => this.#asking.delete(lk));
+        this.#asking.set(lk, ask);
+      }
+      const a = await ask;
+      // Refused for the rest of the second: so is every request that waited for this ask. Granted:
+      // take from the lease, or ask again if the requests before this one have spent it.
+      if (a.granted === 0) return a.msBeforeNext;
     }
+  }
+
+  async #ask(lk: string, key: string, perSecond: number): Promise<Lease> {
     const want = Math.max(1, Math.floor(perSecond / (8 * this.processes)));
     const a = await askSupervisor<Lease>(CHANNEL, { perSecond, key, want } satisfies LeaseAsk, TIMEOUT_MS);
-    if (a.granted === 0) return a.msBeforeNext;
-    const until = Date.now() + a.msBeforeNext;
-    const current = this.#leases.get(lk);
-    // Requests asking at the same time each bring a lease: what is left of the same second adds up.
-    const carried = current && current.until > Date.now() ? current.left : 0;
-    this.#leases.set(lk, { left: carried + a.granted - 1, until });
-    if (this.#leases.size > 10_000) this.#forgetSpent();
-    return null;
+    if (a.granted > 0) {
+      this.#leases.set(lk, { left: a.granted, until: Date.now() + a.msBeforeNext });
+      if (this.#leases.size > 10_000) this.#forgetSpent();
+    }
+    return a;
   }
 
   #forgetSpent(): void {
