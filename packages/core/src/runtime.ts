@@ -22,6 +22,8 @@ export interface Runtime {
   config: Config;
   logger: Logger;
   db: Db;
+  /** The pool of the synchronous hot batch statements (outcomes, feed stamps); see queryByIds. */
+  keyed: Db;
   nc: NatsConnection;
   js: JetStreamClient;
   clients: ClientStore;
@@ -63,17 +65,22 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
 /** How long closing waits for NATS subscriptions to drain before it closes the connection. */
 const DRAIN_WAIT_MS = 5_000;
 
-/** Connections one process opens when it runs alone: 30 for the work, 20 for leases. */
-const POOL = { db: 30, leases: 20 };
+/**
+ * Connections one process opens when it runs alone: 26 for the work, 20 for claims and callback
+ * records (asynchronous commit), 4 for the outcomes and feed stamps; the last two are the hot batch
+ * statements' own pools (createPool's `byIds`).
+ */
+const POOL = { db: 26, leases: 20, keyed: 4 };
 
 /**
  * A process's share of the connections when `processes` of one `ens serve` run side by side: the
  * deployment keeps about what one process used (a PostgreSQL's max_connections is the same
  * whatever the core count), with a floor below which batching could not keep a process busy.
  */
-export function poolSizes(processes: number): { db: number; leases: number } {
+export function poolSizes(processes: number): { db: number; leases: number; keyed: number } {
   if (processes <= 1) return POOL;
-  return { db: Math.max(8, Math.ceil(POOL.db / processes)), leases: Math.max(4, Math.ceil(POOL.leases / processes)) };
+  // keyed: two finishes in flight and the feed stamper.
+  return { db: Math.max(8, Math.ceil(POOL.db / processes)), leases: Math.max(4, Math.ceil(POOL.leases / processes)), keyed: Math.max(3, Math.ceil(POOL.keyed / processes)) };
 }
 
 /**
@@ -90,7 +97,8 @@ export async function openRuntime(
   const box = new SecretBox(masterKey);
   const pools = poolSizes(opts.processes ?? 1);
   const db = createPool(urls.databaseUrl, { max: pools.db });
-  const leases = createAsyncCommitPool(urls.databaseUrl, { max: pools.leases, applicationName: 'ens-leases' });
+  const leases = createAsyncCommitPool(urls.databaseUrl, { max: pools.leases, applicationName: 'ens-leases', byIds: true });
+  const keyed = createPool(urls.databaseUrl, { max: pools.keyed, applicationName: 'ens-keyed', byIds: true });
   let nc: NatsConnection | undefined;
   try {
     nc = await connectNats(urls.natsUrl, 'ens');
@@ -113,12 +121,13 @@ export async function openRuntime(
       config,
       logger,
       db,
+      keyed,
       nc: conn,
       js,
       clients: new ClientStore(db, box),
       tenants: new TenantStore(db),
       devices: new DeviceStore(db),
-      deliveries: new DeliveryStore(db, leases),
+      deliveries: new DeliveryStore(db, { leases, keyed }),
       callbacks: new CallbackStore(db, leases),
       media,
       tokenKey: deriveKey(masterKey, 'access-token'),
@@ -131,12 +140,12 @@ export async function openRuntime(
         // start (a port in use) would keep the process from ever exiting. Bounded, then closed.
         await Promise.race([conn.drain(), new Promise((r) => setTimeout(r, DRAIN_WAIT_MS).unref())]).catch(() => {});
         await conn.close().catch(() => {});
-        await Promise.all([db.end(), leases.end()]);
+        await Promise.all([db.end(), leases.end(), keyed.end()]);
       },
     };
   } catch (e) {
     await nc?.close().catch(() => {});
-    await Promise.all([db.end(), leases.end()]);
+    await Promise.all([db.end(), leases.end(), keyed.end()]);
     throw e;
   }
 }

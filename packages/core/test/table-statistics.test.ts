@@ -45,6 +45,16 @@ t.test('a batch of ids is joined by key however large the table and whatever its
   const staleByIds = await byIds();
   t.notMatch(staleByIds, /Seq Scan/, `through queryByIds it does not:\n${staleByIds}`);
   t.match(staleByIds, /Index Scan using attempts_pkey/);
+  // The pools the hot statements run on carry the settings in their sessions: the same plan, in one
+  // statement (autocommit: now() is this statement's own start, not a transaction's begun earlier).
+  const keyed = createPool(engines.databaseUrl, { max: 1, byIds: true, asyncCommit: true });
+  t.teardown(() => keyed.end());
+  const keyedPlan = planOf((await queryByIds<{ 'QUERY PLAN': string }>(keyed, { text: FINISH_SHAPE, values: params })).rows);
+  t.notMatch(keyedPlan, /Seq Scan/, `on a byIds pool it does not either:\n${keyedPlan}`);
+  t.match(keyedPlan, /Index Scan using attempts_pkey/);
+  const single = `SELECT now() = statement_timestamp() AS alone, current_setting('synchronous_commit') AS sync`;
+  t.same((await queryByIds<{ alone: boolean; sync: string }>(keyed, { text: single })).rows[0], { alone: true, sync: 'off' }, 'on a byIds pool the statement runs alone, one round trip, and keeps the pool\'s commit mode');
+  t.same((await queryByIds<{ alone: boolean; sync: string }>(db, { text: single })).rows[0], { alone: false, sync: 'on' }, 'on any other pool it runs inside the transaction that sets the plans');
 
   t.same(await refreshStatistics(db), ['deliveries', 'attempts'], 'the statistics job analyses exactly the two tables that grew');
   t.ok((await staleTables(db)).length === 0, 'and they are no longer stale');

@@ -25,7 +25,7 @@ export async function startFeed(rt: Runtime): Promise<FeedRole> {
     while (!stopped) {
       let n = 0;
       try {
-        n = await stampBatch(rt.db, BATCH);
+        n = await stampBatch(rt.keyed, BATCH);
         if (n > 0) feedStamped.inc(n);
         health.up();
       } catch (err) {

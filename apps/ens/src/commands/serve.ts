@@ -191,7 +191,7 @@ function waitOptions(logger: Logger, stopping: () => boolean): UntilReachableOpt
 async function enoughConnections(rt: Runtime, processes: number): Promise<void> {
   const per = poolSizes(processes);
   // Pools, plus a few listeners and short-lived connections per process.
-  const needed = processes * (per.db + per.leases + 3);
+  const needed = processes * (per.db + per.leases + per.keyed + 3);
   const r = await rt.db.query<{ max: string; used: string }>(
     "SELECT current_setting('max_connections') AS max, (SELECT count(*) FROM pg_stat_activity)::text AS used",
   );

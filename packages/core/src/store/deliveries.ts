@@ -155,11 +155,19 @@ export class DeliveryStore {
   readonly #claims: Coalescer<ClaimRequest, ClaimedDelivery | ClaimMiss>;
   readonly #finishes: Coalescer<FinishRequest, boolean>;
 
-  /** @param leases a pool with asynchronous commit (see createAsyncCommitPool), used for claims only */
+  readonly #leases: Db;
+  readonly #keyed: Db;
+
+  /**
+   * @param pools.leases a pool with asynchronous commit (see createAsyncCommitPool), for claims only
+   * @param pools.keyed the pool for outcomes; both best made with createPool's `byIds` (see queryByIds)
+   */
   constructor(
     private readonly db: Db,
-    private readonly leases: Db = db,
+    pools: { leases?: Db; keyed?: Db } = {},
   ) {
+    this.#leases = pools.leases ?? db;
+    this.#keyed = pools.keyed ?? db;
     this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), { maxBatch: CLAIM_BATCH, maxInFlight: CLAIMS_IN_FLIGHT });
     this.#finishes = new Coalescer((reqs) => this.#finishBatch(reqs), { maxBatch: FINISH_BATCH, maxInFlight: FINISHES_IN_FLIGHT });
   }
@@ -176,7 +184,7 @@ export class DeliveryStore {
   }
 
   async #claimBatch(reqs: ClaimRequest[]): Promise<(ClaimedDelivery | ClaimMiss)[]> {
-    const { rows } = await queryByIds(this.leases, { name: 'ens-claim-deliveries', text: CLAIM_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.provider), reqs.map((r) => r.leaseMs)] });
+    const { rows } = await queryByIds(this.#leases, { name: 'ens-claim-deliveries', text: CLAIM_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.provider), reqs.map((r) => r.leaseMs)] });
     const claimed = new Map<string, ClaimedDelivery>();
     for (const r of rows) {
       claimed.set(r.id, {
@@ -270,7 +278,7 @@ export class DeliveryStore {
 
   async #finishBatch(reqs: FinishRequest[]): Promise<boolean[]> {
     const col = <K extends keyof FinishRequest>(k: K) => reqs.map((r) => r[k]);
-    const { rows } = await queryByIds<{ id: string; version: number }>(this.db, {
+    const { rows } = await queryByIds<{ id: string; version: number }>(this.#keyed, {
       name: 'ens-finish-deliveries',
       text: FINISH_SQL,
       values: [
