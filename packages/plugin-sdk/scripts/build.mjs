@@ -27,6 +27,8 @@ await rm(dist, { recursive: true, force: true });
 
 // From the copy's own src/, so the source maps shipped in dist/ point at the src/ shipped beside it.
 const entries = Object.values(pkg.exports).map((e) => [e.default.replace(/^\.\/dist\//, '').replace(/\.js$/, ''), path.join(outDir, e['ens-source'])]);
+// The settings of the repository's scripts/build.mjs, repeated rather than imported: nothing in a
+// workspace reaches outside it by path (test/architecture/workspace-imports.test.ts), the SDK above all.
 await build({
   entryPoints: Object.fromEntries(entries),
   outdir: dist,
