@@ -46,19 +46,24 @@ export async function waitIdle(db: pg.Pool, label: string, timeoutMs = 180_000):
 /**
  * Polls every `everyMs` until no delivery is pending (the caller made sure ENS was idle before its
  * sends, so every pending row is one of its own). Returns the wall time at which that was seen.
+ *
+ * The poll asks only whether a pending row exists, which stops at the first one it finds; counting
+ * them all every 20 ms cost PostgreSQL about a tenth of its time during a 10,000 fan-out (3 ms a
+ * count), CPU the run under measurement then lacked. The count is read only for the progress line.
  */
 export async function waitNoPending(db: pg.Pool, label: string, everyMs = 20, timeoutMs = 300_000): Promise<number> {
   const t0 = Date.now();
   let lastLog = t0;
   for (;;) {
     checkAborted();
-    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending'`);
+    const { rows } = await db.query<{ pending: boolean }>(`SELECT EXISTS (SELECT FROM deliveries WHERE status = 'pending') AS pending`);
     const now = performance.timeOrigin + performance.now();
-    const n = rows[0]!.n;
-    if (n === 0) return now;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${label}: ${n} deliveries still pending after ${timeoutMs / 1000} s`);
-    if (Date.now() - lastLog > 3000) {
+    if (!rows[0]!.pending) return now;
+    const overdue = Date.now() - t0 > timeoutMs;
+    if (overdue || Date.now() - lastLog > 3000) {
       lastLog = Date.now();
+      const n = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending'`)).rows[0]!.n;
+      if (overdue) throw new Error(`${label}: ${n} deliveries still pending after ${timeoutMs / 1000} s`);
       progress(`${label}: ${n} deliveries still pending`);
     }
     await sleep(everyMs);

@@ -43,6 +43,10 @@ export async function blastWithSingles(baseUrl: string, db: pg.Pool, blaster: Se
     const startedAt = new Date();
     const bodies = Array.from({ length: o.handoffs }, (_, i) => handoffBody(phones(o.perHandoff, o.offset + i * o.perHandoff), { tenant: blaster.tenant, eventType: 'newsletter' }));
     const blast = mapLimit(bodies, o.handoffs, async (b) => handoffId(await postHandoff(blastPool.pool, blaster.token, b)));
+    // Singles go on until the blast has been accepted and then sent: "no blast row pending" alone is
+    // also true before its first 202 (on a busy machine the singles once stopped after five).
+    let blastAnswered = false;
+    void blast.then(() => (blastAnswered = true), () => (blastAnswered = true));
     const singles: Promise<unknown>[] = [];
     let i = 0;
     const pendingOfBlaster = async () =>
@@ -52,7 +56,7 @@ export async function blastWithSingles(baseUrl: string, db: pg.Pool, blaster: Se
       checkAborted();
       singles.push(postHandoff(singlesPool.pool, other.token, handoffBody(phones(1, o.offset + 900_000 + i++), { tenant: other.tenant, eventType: 'auth.code' })).then(handoffId));
       await sleep(o.everyMs);
-      if (i % 5 === 0 && (await pendingOfBlaster()) === 0) break;
+      if (blastAnswered && i % 5 === 0 && (await pendingOfBlaster()) === 0) break;
     }
     await blast;
     await Promise.all(singles);

@@ -8,6 +8,8 @@
  *   BENCH_MEMORY_SECONDS=20  length of the sustained load in the memory phase
  *   BENCH_REDIS_URL=redis://127.0.0.1:6379  the Redis of the BullMQ peer (peers phase; skipped when unreachable)
  *   BENCH_GROWTH_ROWS=1000000  peers phase: also time ENS's 10,000 handoff after its record is topped up
+ *   BENCH_PEER_RUNS=3         peers phase: runs of each pipeline measure (ENS's and each peer's); the median counts
+ *   BENCH_CALLBACKS_N=15000   callbacks phase: posts per run (raw loop and ENS)
  *                             to this many delivered rows by bulk SQL (default: not run)
  *   BENCH_CPU_PROF=1          run the ENS children with --cpu-prof into test/bench/profiles/<stamp>/
  *                             and print a self-time summary of each profile at the end
@@ -51,7 +53,11 @@ const PIPELINE_N = 5_000;
 const PIPELINE_HANDOFFS = 50;
 const FANOUT_N = 10_000;
 const FAIR = { handoffs: 5, perHandoff: 10_000, singleEveryMs: 100, backlogs: [30_000, 20_000, 10_000], pace: 50, paced: 1_000 };
-const CALLBACKS_N = 3_000;
+/**
+ * Posts per callbacks run. 3,000 drained in about a second, most of it a freshly started process
+ * warming its JIT, and the raw loop in under 200 ms: both figures were mostly noise.
+ */
+const CALLBACKS_N = Number(process.env.BENCH_CALLBACKS_N ?? 15_000);
 /** The raw pipeline and callbacks loops take about a second: each runs this many times, median kept. */
 const RAW_REPEATS = 3;
 
@@ -93,6 +99,9 @@ async function main(): Promise<number> {
   const phases = selectedPhases();
   const feedRows = Number(process.env.BENCH_FEED_ROWS ?? 1_000_000);
   if (!Number.isInteger(feedRows) || feedRows < 2_000) throw new Error('BENCH_FEED_ROWS must be an integer ≥ 2000');
+  if (!Number.isInteger(CALLBACKS_N) || CALLBACKS_N < 100) throw new Error('BENCH_CALLBACKS_N must be an integer ≥ 100');
+  const peerRuns = Number(process.env.BENCH_PEER_RUNS ?? 3);
+  if (!Number.isInteger(peerRuns) || peerRuns < 1) throw new Error('BENCH_PEER_RUNS must be a positive integer');
   const profiling = process.env.BENCH_CPU_PROF === '1';
   const growthRows = process.env.BENCH_GROWTH_ROWS ? Number(process.env.BENCH_GROWTH_ROWS) : undefined;
   if (growthRows !== undefined && (!Number.isInteger(growthRows) || growthRows < 50_000)) throw new Error('BENCH_GROWTH_ROWS must be an integer ≥ 50000');

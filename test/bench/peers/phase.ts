@@ -12,12 +12,12 @@ import { cpuPerOp, formatCpuPerOp, formatDiagnosis, formatPgPerOp, watch, type D
 import { waitIdle } from '../drain.ts';
 import type { BenchEngines } from '../engines.ts';
 import { clearRecord } from '../fairness.ts';
-import { ensFanout } from '../fanout.ts';
+import { ensFanout, type FanoutResult } from '../fanout.ts';
 import { fillFeed } from '../feed.ts';
 import { progress } from '../log.ts';
-import { ensPipeline } from '../pipeline.ts';
+import { ensPipeline, type EnsPipelineResult } from '../pipeline.ts';
 import { fmt, ms, outcomesText, type Report } from '../report.ts';
-import { percentile } from '../stats.ts';
+import { medianOf, percentile } from '../stats.ts';
 import { peerAccept, peerPipeline, type PeerPipelineResult } from './measure.ts';
 import { obliterateQueue, probeRedis } from './redis.ts';
 import { createPeersDatabase, resetPeerSchema } from './schema.ts';
@@ -56,6 +56,12 @@ export const GROWTH = { earlier: 25_000, perHandoff: 5_000 };
 const PEER_PG_POOL = 16;
 /** A short untimed run in each fresh peer child, so its JIT is as warm as the long-running ENS child. */
 const WARM_UP = { handoffs: 2, perHandoff: 100 };
+/**
+ * Runs of each pipeline measure, ENS's and every peer's, of which the median counts: on a shared
+ * machine one run of the same thing varies by a fifth or more, too much for a ratio read from one
+ * run each (BENCH_PEER_RUNS).
+ */
+const RUNS = Number(process.env.BENCH_PEER_RUNS ?? 3);
 
 const require = createRequire(import.meta.url);
 const versionOf = (pkg: string): string => (require(`${pkg}/package.json`) as { version: string }).version;
@@ -73,6 +79,8 @@ interface PeerRates {
   burst: PeerPipelineResult;
   handoffDiag: Diagnosis;
   burstDiag: Diagnosis;
+  handoffRuns: number[];
+  burstRuns: number[];
 }
 
 export async function runPeersPhase(ctx: PeersContext): Promise<void> {
@@ -97,12 +105,33 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
     ...(usesRedis && 'pid' in redis && redis.pid ? { Redis: { pids: [redis.pid] } } : {}),
     bench: { pids: [process.pid] },
   });
-  const watched = async <T>(label: string, groups: Groups, isEns: boolean, fn: () => Promise<T>): Promise<[T, Diagnosis]> => {
+  const watchedQuietly = async <T>(groups: Groups, isEns: boolean, fn: () => Promise<T>): Promise<[T, Diagnosis]> => {
     const w = await watch({ groups, ...(isEns ? { db, ensBaseUrl: ens.baseUrl } : {}), statsDb: db });
     const out = await fn();
-    const d = await w.stop();
+    return [out, await w.stop()];
+  };
+  const watched = async <T>(label: string, groups: Groups, isEns: boolean, fn: () => Promise<T>): Promise<[T, Diagnosis]> => {
+    const [out, d] = await watchedQuietly(groups, isEns, fn);
     report.diag(label, formatDiagnosis(d), d);
     return [out, d];
+  };
+  /**
+   * RUNS runs of one measure; the median run (by rate) and its machine use are reported, with every
+   * rate. `run` does one run, and passes the part to time (and watch) to `timed`.
+   */
+  type Timed<T> = (groups: Groups, isEns: boolean, measure: () => Promise<T>) => Promise<T>;
+  const medianRun = async <T>(label: string, rateOf: (r: T) => number, run: (timed: Timed<T>) => Promise<T>): Promise<[T, Diagnosis, number[]]> => {
+    const runs = await medianOf(RUNS, async () => {
+      let d: Diagnosis | undefined;
+      const out = await run(async (groups, isEns, measure) => {
+        const [o, diag] = await watchedQuietly(groups, isEns, measure);
+        d = diag;
+        return o;
+      });
+      return { out, d: d!, rate: rateOf(out) };
+    });
+    report.diag(`${label} (median of ${RUNS}: ${runs.runs.map((r) => fmt(r)).join(', ')} /s)`, formatDiagnosis(runs.d), runs.d);
+    return [runs.out, runs.d, runs.runs];
   };
 
   try {
@@ -127,18 +156,25 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
     );
 
     // ── ENS, each run on an empty record ─────────────────────────────────────────────────────
-    await clearRecord(db);
-    progress(`peers: ${ens.label}, one handoff of ${fmt(HANDOFF_N)} sms recipients on an empty record`);
-    const [eh, ehDiag] = await watched(`peers: ${fmt(HANDOFF_N)} handoff, ${ens.label}`, ensGroups(), true, () => ensFanout(ens.baseUrl, ens.token, db, HANDOFF_N));
-    progress(`peers: ${ens.label} ${fmt(eh.sendRate)} sent/s (${ms(eh.allSentMs)})`);
-    await waitIdle(db, 'peers');
-    await clearRecord(db);
-    progress(`peers: ${ens.label}, ${BURST.handoffs} × ${BURST.perHandoff} sms on an empty record`);
-    const [eb, ebDiag] = await watched(`peers: burst ${BURST.handoffs}×${BURST.perHandoff}, ${ens.label}`, ensGroups(), true, () =>
-      ensPipeline(ens.baseUrl, ens.token, db, BURST.handoffs, BURST.perHandoff, 'peers burst'),
-    );
-    progress(`peers: ${ens.label} ${fmt(eb.rate)} sent/s (${ms(eb.ms)})`);
-    await waitIdle(db, 'peers');
+    // Each run on an empty record: cleared before it and drained after it, neither timed.
+    const onEmptyRecord = <T>(measure: () => Promise<T>) => async (timed: Timed<T>): Promise<T> => {
+      await clearRecord(db);
+      const out = await timed(ensGroups(), true, measure);
+      await waitIdle(db, 'peers');
+      return out;
+    };
+    progress(`peers: ${ens.label}, one handoff of ${fmt(HANDOFF_N)} sms recipients on an empty record, ${RUNS} runs`);
+    const [eh, ehDiag, ehRuns] = await medianRun<FanoutResult>(`peers: ${fmt(HANDOFF_N)} handoff, ${ens.label}`, (r) => r.sendRate, onEmptyRecord(async () => {
+      const r = await ensFanout(ens.baseUrl, ens.token, db, HANDOFF_N);
+      progress(`peers: ${ens.label} ${fmt(r.sendRate)} sent/s (${ms(r.allSentMs)})`);
+      return r;
+    }));
+    progress(`peers: ${ens.label}, ${BURST.handoffs} × ${BURST.perHandoff} sms on an empty record, ${RUNS} runs`);
+    const [eb, ebDiag, ebRuns] = await medianRun<EnsPipelineResult>(`peers: burst ${BURST.handoffs}×${BURST.perHandoff}, ${ens.label}`, (r) => r.rate, onEmptyRecord(async () => {
+      const r = await ensPipeline(ens.baseUrl, ens.token, db, BURST.handoffs, BURST.perHandoff, 'peers burst');
+      progress(`peers: ${ens.label} ${fmt(r.rate)} sent/s (${ms(r.ms)})`);
+      return r;
+    }));
 
     // ── ENS after a grown record ──────────────────────────────────────────────────────────────
     await clearRecord(db);
@@ -186,26 +222,29 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
     };
     const forgetQueue = onCleanup('bullmq queue', obliterate);
 
-    const measurePeer = async (peer: PipelinePeer, handoffs: number, perHandoff: number, what: string): Promise<[PeerPipelineResult, Diagnosis]> => {
+    // Each run in a fresh peer process on fresh tables, after the untimed warm-up.
+    const measurePeer = async (peer: PipelinePeer, handoffs: number, perHandoff: number, what: string): Promise<[PeerPipelineResult, Diagnosis, number[]]> => {
       const schema = peer.name.replace(/-/g, '_');
-      await resetPeerSchema(peersDb, schema, 'outcomes');
-      await obliterate();
-      const child = await startPeer(peer.kind, peer.name, { ...baseEnv, ...peer.env, PEER_SCHEMA: schema });
-      try {
-        await peerPipeline(child.baseUrl, peersDb, schema, WARM_UP.handoffs, WARM_UP.perHandoff);
-        progress(`peers: ${peer.label}, ${what}`);
-        const out = await watched(`peers: ${what}, ${peer.label}`, peerGroups(peer.name, child.pid, peer.kind === 'bullmq'), false, () => peerPipeline(child.baseUrl, peersDb, schema, handoffs, perHandoff));
-        progress(`peers: ${peer.label} ${fmt(out[0].rate)} outcomes/s (${ms(out[0].ms)}; 202 after ${ms(out[0].acceptMs)})`);
-        return out;
-      } finally {
-        await child.stop();
-      }
+      progress(`peers: ${peer.label}, ${what}, ${RUNS} runs`);
+      return medianRun<PeerPipelineResult>(`peers: ${what}, ${peer.label}`, (r) => r.rate, async (timed) => {
+        await resetPeerSchema(peersDb, schema, 'outcomes');
+        await obliterate();
+        const child = await startPeer(peer.kind, peer.name, { ...baseEnv, ...peer.env, PEER_SCHEMA: schema });
+        try {
+          await peerPipeline(child.baseUrl, peersDb, schema, WARM_UP.handoffs, WARM_UP.perHandoff);
+          const r = await timed(peerGroups(peer.name, child.pid, peer.kind === 'bullmq'), false, () => peerPipeline(child.baseUrl, peersDb, schema, handoffs, perHandoff));
+          progress(`peers: ${peer.label} ${fmt(r.rate)} outcomes/s (${ms(r.ms)}; 202 after ${ms(r.acceptMs)})`);
+          return r;
+        } finally {
+          await child.stop();
+        }
+      });
     };
     const results: PeerRates[] = [];
     for (const peer of peers) {
-      const [handoff, handoffDiag] = await measurePeer(peer, 1, HANDOFF_N, `one handoff of ${fmt(HANDOFF_N)} recipients`);
-      const [burst, burstDiag] = await measurePeer(peer, BURST.handoffs, BURST.perHandoff, `${BURST.handoffs} × ${BURST.perHandoff} recipients, 8 at a time`);
-      results.push({ peer, handoff, burst, handoffDiag, burstDiag });
+      const [handoff, handoffDiag, handoffRuns] = await measurePeer(peer, 1, HANDOFF_N, `one handoff of ${fmt(HANDOFF_N)} recipients`);
+      const [burst, burstDiag, burstRuns] = await measurePeer(peer, BURST.handoffs, BURST.perHandoff, `${BURST.handoffs} × ${BURST.perHandoff} recipients, 8 at a time`);
+      results.push({ peer, handoff, burst, handoffDiag, burstDiag, handoffRuns, burstRuns });
     }
     await forgetQueue();
 
@@ -249,7 +288,10 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
         `BullMQ: Queue.addBulk per request, a Worker with concurrency 64, attempts 5 with exponential back-off, completed jobs trimmed to 1,000; Redis at ${ctx.redisUrl}` +
         `${'version' in redis ? ` (${redis.version}, maxmemory-policy ${redis.maxmemoryPolicy ?? '?'}${redis.pid ? '' : ', not on this machine: its CPU is not counted'})` : ` unreachable: ${redis.error}`}. ` +
         `Every peer's job "sends" through a no-op provider (the sandbox's success path: a fresh provider message id) and records the outcome with one INSERT (own transaction, fsync on) into an outcomes table. ` +
-        `Each measurement runs in a fresh peer process on fresh tables after an untimed warm-up of ${WARM_UP.handoffs} × ${WARM_UP.perHandoff} jobs; rate = N / (first POST → the 20 ms poll that finds all N outcome rows), as ENS's runs end at the poll that finds no delivery pending. ` +
+        `Each run is in a fresh peer process on fresh tables after an untimed warm-up of ${WARM_UP.handoffs} × ${WARM_UP.perHandoff} jobs; rate = N / (first POST → the 20 ms poll that finds all N outcome rows), as ENS's runs end at the poll that finds no delivery pending. ` +
+        `Every pipeline figure is the median of ${RUNS} runs (BENCH_PEER_RUNS): ENS handoff ${ehRuns.map((r) => fmt(r)).join(', ')}, burst ${ebRuns.map((r) => fmt(r)).join(', ')} /s; ` +
+        results.map((r) => `${r.peer.name} handoff ${r.handoffRuns.map((x) => fmt(x)).join(', ')}, burst ${r.burstRuns.map((x) => fmt(x)).join(', ')} /s`).join('; ') +
+        '. ' +
         `ENS does more per delivery: a versioned delivery row and its attempt, a feed stamp, and a callback when asked (none here). ` +
         `ENS runs on an empty record each (clearRecord): ${fmt(HANDOFF_N)} handoff 202 after ${ms(eh.acceptMs)}, all sent after ${ms(eh.allSentMs)}, statuses ${JSON.stringify(eh.statuses)}, CPU per delivery ${cpu(ehDiag, HANDOFF_N)}, PostgreSQL ${formatPgPerOp(ehDiag, HANDOFF_N)}; ` +
         `burst ${ms(eb.ms)} (202s after ${ms(eb.acceptMs)}), statuses ${JSON.stringify(eb.statuses)}, CPU per delivery ${cpu(ebDiag, eb.n)}, PostgreSQL ${formatPgPerOp(ebDiag, eb.n)}. ` +
@@ -275,7 +317,8 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
       ens: { label: ens.label, accept: { ...ea, latenciesMs: undefined }, handoff: eh, burst: eb, growth: { earlier: fill.n, handoff: eg, afterAnalyze: ea2, ...(big ? { big: { total: big.total, rate: big.rate } } : {}) } },
       fastifyPg: { ...fp, latenciesMs: undefined },
       redis,
-      queues: results.map((r) => ({ name: r.peer.name, label: r.peer.label, handoff: r.handoff, burst: r.burst })),
+      queues: results.map((r) => ({ name: r.peer.name, label: r.peer.label, handoff: r.handoff, burst: r.burst, handoffRuns: r.handoffRuns, burstRuns: r.burstRuns })),
+      runs: { count: RUNS, ensHandoff: ehRuns, ensBurst: ebRuns },
     };
   } finally {
     await closePeersDb();
