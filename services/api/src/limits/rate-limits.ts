@@ -22,6 +22,11 @@ export function serveClusterRateLimits(): void {
   serveRequestLeases();
 }
 
+/** The 429 of the per-client limit, however it was counted (leases or this process's memory). */
+function overClientLimit(perSecond: number, waitMs: number): Error {
+  return Errors.rateLimited(`Rate limit of ${perSecond} requests per second for this client exceeded.`, waitMs / 1000);
+}
+
 /**
  * Request-rate limits per client: never more than the limit across the processes of one
  * `ens serve` (leases from the supervisor, see leased-limits.ts), counted in memory when alone.
@@ -38,7 +43,7 @@ export class ClientRateLimits {
   async consume(clientId: string, perSecond: number): Promise<void> {
     if (this.#leases) {
       const waitMs = await this.#leases.take(clientId, perSecond);
-      if (waitMs !== null) throw Errors.rateLimited(`Rate limit of ${perSecond} requests per second for this client exceeded.`, waitMs / 1000);
+      if (waitMs !== null) throw overClientLimit(perSecond, waitMs);
       return;
     }
     let counter = this.#byLimit.get(perSecond);
@@ -50,7 +55,7 @@ export class ClientRateLimits {
       await counter.consume(clientId);
     } catch (e) {
       if (e instanceof RateLimiterRes) {
-        throw Errors.rateLimited(`Rate limit of ${perSecond} requests per second for this client exceeded.`, e.msBeforeNext / 1000);
+        throw overClientLimit(perSecond, e.msBeforeNext);
       }
       throw e;
     }
