@@ -17,6 +17,7 @@
  * Loopback only; every loop is bounded by the rounds or minutes given.
  */
 import { rm } from 'node:fs/promises';
+import pg from 'pg';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { ReceivedPost } from '../harness/receiver.ts';
@@ -171,6 +172,7 @@ async function main(): Promise<number> {
     if (now.stranded > 0 || now.callbacksLost > 0 || skipped > 0 || now.doubleSuccess > 0) {
       failed = true;
       console.log(`round ${round} FAILED: stranded ${now.stranded}, callbacks lost ${now.callbacksLost}, feed rows skipped ${skipped}, double successes ${now.doubleSuccess}`);
+      await explainFailure(engines.databaseUrl, d.nodes);
       break;
     }
     before = now;
@@ -192,3 +194,27 @@ try {
   for (const fn of teardowns.reverse()) await Promise.resolve(fn()).catch(() => {});
 }
 process.exit(code);
+
+/**
+ * What a failed round leaves to go on: where the unended deliveries and lost callbacks stand in
+ * PostgreSQL, and what each ENS process said (warnings and errors; the soak runs them at warn).
+ */
+async function explainFailure(databaseUrl: string, nodes: readonly { name: string; running(): boolean; output(): string }[]): Promise<void> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const stranded = await db.query(
+      `SELECT channel, attempts, lease_until IS NOT NULL AS leased, coalesce(lease_until > now(), false) AS lease_live,
+              next_attempt_at <= now() AS due, stamp_pending, count(*)::int AS n, min(created_at)::text AS oldest
+         FROM deliveries WHERE status = 'pending' GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY n DESC LIMIT 20`,
+    );
+    console.log('pending deliveries, grouped:');
+    console.table(stranded.rows);
+    const callbacks = await db.query(`SELECT status, attempts, coalesce(lease_until > now(), false) AS lease_live, count(*)::int AS n FROM callbacks WHERE status <> 'delivered' GROUP BY 1, 2, 3 ORDER BY n DESC LIMIT 20`);
+    console.log('callbacks not delivered, grouped:');
+    console.table(callbacks.rows);
+  } finally {
+    await db.end();
+  }
+  for (const n of nodes) console.log(`--- ${n.name} (${n.running() ? 'running' : 'NOT running'}), last output:\n${n.output().slice(-3000)}`);
+}
