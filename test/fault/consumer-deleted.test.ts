@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { SEND_STREAM, CALLBACK_STREAM, sendConsumer } from '@ens/core/internal';
+import { BULK_WAKEUPS, SEND_STREAM, CALLBACK_STREAM, sendConsumer } from '@ens/core/internal';
 import { startTestService, uniqueKey, waitFor, type TestService } from '../harness/service.ts';
 
 /**
@@ -31,18 +31,22 @@ async function consumerUp(svc: TestService, consumer: string): Promise<string | 
   return r.text.split('\n').find((l) => l.startsWith('ens_consumer_up{') && l.includes(`consumer="${consumer}"`))?.split(' ').pop();
 }
 
-t.test('the email consumer deleted under a running worker', async (t) => {
-  const svc = await startTestService(t, { env: ENV });
-  const jsm = await jetstreamManager(svc.rt.nc);
-  t.equal(await consumerUp(svc, 'worker-email'), '1', 'the loop reports itself up');
-  await jsm.consumers.delete(SEND_STREAM, sendConsumer('email'));
-  await sendEmail(t, svc, 20);
-  await waitFor(async () => (await pending(svc)) === 0, 20_000, 'every email delivery to end');
-  t.pass('every email delivery ended');
-  t.equal(await consumerUp(svc, 'worker-email'), '1', 'the loop is up again');
-  const ready = await svc.request('GET', '/readyz');
-  t.equal(ready.status, 200, 'ready again');
-});
+// A handoff of up to BULK_WAKEUPS deliveries wakes the channel's first lane, a larger one its bulk lane.
+for (const [lane, n] of [['next', BULK_WAKEUPS], ['bulk', BULK_WAKEUPS * 2]] as const) {
+  t.test(`the email consumer of the ${lane} lane deleted under a running worker`, async (t) => {
+    const svc = await startTestService(t, { env: ENV });
+    const jsm = await jetstreamManager(svc.rt.nc);
+    const name = sendConsumer('email', lane);
+    t.equal(await consumerUp(svc, name), '1', 'the loop reports itself up');
+    await jsm.consumers.delete(SEND_STREAM, name);
+    await sendEmail(t, svc, n);
+    await waitFor(async () => (await pending(svc)) === 0, 20_000, 'every email delivery to end');
+    t.pass('every email delivery ended');
+    t.equal(await consumerUp(svc, name), '1', 'the loop is up again');
+    const ready = await svc.request('GET', '/readyz');
+    t.equal(ready.status, 200, 'ready again');
+  });
+}
 
 t.test('the send stream deleted under a running worker', async (t) => {
   const svc = await startTestService(t, { env: ENV });

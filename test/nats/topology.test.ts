@@ -17,7 +17,14 @@ t.test('existing streams', async (t) => {
 
   await jsm.streams.add({ name: SEND_STREAM, subjects: ['ens.send.sms'], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
   await ensureTopology(nc);
-  t.same((await jsm.streams.info(SEND_STREAM)).config.subjects.sort(), ['ens.send.email', 'ens.send.push', 'ens.send.sms', 'ens.send.whatsapp'], 'missing subjects were added');
+  t.same(
+    (await jsm.streams.info(SEND_STREAM)).config.subjects.sort(),
+    ['email', 'push', 'sms', 'whatsapp'].flatMap((c) => [`ens.send.${c}`, `ens.send.${c}.bulk`]).sort(),
+    'missing subjects were added, both lanes of every channel',
+  );
+  const consumers: string[] = [];
+  for await (const c of jsm.consumers.list(SEND_STREAM)) consumers.push(c.name);
+  t.same(consumers.sort(), ['email', 'push', 'sms', 'whatsapp'].flatMap((c) => [`worker-${c}`, `worker-${c}-bulk`]).sort(), 'a consumer for each lane');
 
   await jsm.streams.delete(CALLBACK_STREAM);
   await jsm.streams.add({ name: CALLBACK_STREAM, subjects: ['ens.callbacks.post'], retention: RetentionPolicy.Limits, storage: StorageType.File });

@@ -9,9 +9,9 @@ export { isNatsUnavailable } from './nats/unavailable.ts';
 export { Slots, SlotsClosedError } from './slots.ts';
 
 export {
-  SEND_STREAM, CALLBACK_STREAM, sendSubject, sendConsumer, CALLBACK_SUBJECT, CALLBACK_CONSUMER, FEED_WAKE_SUBJECT, ACK_WAIT_MS, connectNats, ensureTopology,
+  SEND_STREAM, SEND_LANES, CALLBACK_STREAM, sendSubject, sendConsumer, type SendLane, CALLBACK_SUBJECT, CALLBACK_CONSUMER, FEED_WAKE_SUBJECT, ACK_WAIT_MS, connectNats, ensureTopology,
 } from './nats/topology.ts';
-export { wakeSenders, wakeCallbacks, wakeFeed, parseSendWakeup, type SendWakeup } from './nats/wakeups.ts';
+export { BULK_WAKEUPS, wakeSenders, wakeCallbacks, wakeFeed, parseSendWakeup, type SendWakeup } from './nats/wakeups.ts';
 export { FairQueue, type Flow, type FlowWeights } from './scheduling/fair-queue.ts';
 export { FairSlots, type SlotWork } from './scheduling/fair-slots.ts';
 export { SchedulingPolicy } from './store/scheduling.ts';

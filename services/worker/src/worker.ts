@@ -1,6 +1,6 @@
 import { CHANNELS, checkOutboundUrl, guardedFetch, type Channel, type Runtime } from '@ens/core';
 import {
-  collectUnusedMedia, consumeWorkQueue, keepStatisticsFresh, ProviderPacer, purgeExpiredIdempotencyKeys, removeExpiredRecords, requeueOverdueDeliveries, SchedulingPolicy, SEND_STREAM, sendConsumer, sendWaiting,
+  collectUnusedMedia, consumeWorkQueue, keepStatisticsFresh, ProviderPacer, purgeExpiredIdempotencyKeys, removeExpiredRecords, requeueOverdueDeliveries, SchedulingPolicy, SEND_LANES, SEND_STREAM, sendConsumer, sendWaiting,
   startSweeper, wakeCallbacks, wakeFeed, type Pace,
 } from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
@@ -14,6 +14,12 @@ import { sendLoop, sendTimeoutMs, type SendLoop } from './send-loop.ts';
  * batches this size, so that worker processes sharing a backlog each get part of it.
  */
 const PULL_PER_SEND_SLOT = 4;
+/**
+ * Wake-ups a channel's loop holds from the lane of small sends (at most ENS_SEND_WINDOW). That lane
+ * is read as fast as it fills, so it rarely holds many; the bound only caps its memory (about 4 KB
+ * each) beside the bulk lane's ENS_SEND_WINDOW.
+ */
+const NEXT_LANE_WINDOW = 10_000;
 
 export interface WorkerRole {
   providers: LoadedProviders;
@@ -101,12 +107,16 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
   const sends = CHANNELS.map((ch) => sendLoop(rt, ch, chains.get(ch)!, { policy, pacer, slots: rt.config.workerConcurrency }));
   const gauges = setInterval(() => reportWaiting(sends), 5_000);
   gauges.unref();
+  // Both lanes of a channel feed its one send loop, which chooses among all it holds fairly.
   const loops = await Promise.all(
-    CHANNELS.map((ch, i) =>
-      consumeWorkQueue({
-        js: rt.js, stream: SEND_STREAM, durable: sendConsumer(ch), concurrency: rt.config.sendWindow, pullBatch: rt.config.workerConcurrency * PULL_PER_SEND_SLOT,
-        handle: sends[i]!.handle, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
-      }),
+    CHANNELS.flatMap((ch, i) =>
+      SEND_LANES.map((lane) =>
+        consumeWorkQueue({
+          js: rt.js, stream: SEND_STREAM, durable: sendConsumer(ch, lane),
+          concurrency: lane === 'bulk' ? rt.config.sendWindow : Math.min(rt.config.sendWindow, NEXT_LANE_WINDOW), pullBatch: rt.config.workerConcurrency * PULL_PER_SEND_SLOT,
+          handle: sends[i]!.handle, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
+        }),
+      ),
     ),
   );
 

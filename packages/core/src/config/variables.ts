@@ -117,7 +117,7 @@ export const VARIABLES = {
     default: 100_000,
     min: 1,
     max: 1_000_000,
-    doc: 'wake-ups a worker process holds per channel to choose the next send fairly among clients and tenants (see [Fair delivery](#fair-delivery))',
+    doc: 'wake-ups a worker process holds per channel from its bulk lane to choose the next send fairly among clients and tenants (see [Fair delivery](#fair-delivery))',
   }),
   leaseMs: duration('ENS_LEASE', { default: '60s', doc: 'how long a worker holds a delivery for one attempt; a provider call is cut off at 80 % of it (30 s at most)' }),
   sweepGraceMs: duration('ENS_SWEEP_GRACE', { default: '30s', doc: 'how long past due a delivery or callback may sit before the sweeper re-enqueues it' }),

@@ -9,8 +9,17 @@ import { CHANNELS, type Channel } from '../schemas/channel.ts';
  */
 export const SEND_STREAM = 'ENS_SEND';
 export const CALLBACK_STREAM = 'ENS_CALLBACKS';
-export const sendSubject = (channel: Channel): string => `ens.send.${channel}`;
-export const sendConsumer = (channel: Channel): string => `worker-${channel}`;
+/**
+ * Each channel's work queue has two lanes. A wake-up waits behind every wake-up published before
+ * it on its subject until a worker has read them into its fair window, and one handoff can publish
+ * tens of thousands at once; a one-recipient message of another client published just after would
+ * wait for all of them to be read. So wake-ups published in large sets (big handoffs, the
+ * sweeper's catch-ups) go to the bulk lane, and the worker reads both lanes into one window.
+ */
+export type SendLane = 'next' | 'bulk';
+export const SEND_LANES: readonly SendLane[] = ['next', 'bulk'];
+export const sendSubject = (channel: Channel, lane: SendLane = 'next'): string => (lane === 'bulk' ? `ens.send.${channel}.bulk` : `ens.send.${channel}`);
+export const sendConsumer = (channel: Channel, lane: SendLane = 'next'): string => (lane === 'bulk' ? `worker-${channel}-bulk` : `worker-${channel}`);
 export const CALLBACK_SUBJECT = 'ens.callbacks.post';
 export const CALLBACK_CONSUMER = 'callbacks';
 /** Core NATS subject (no persistence) that tells the feed role a change is waiting to be stamped. */
@@ -41,7 +50,7 @@ const isNotFound = (err: unknown) => /not found/i.test(String((err as Error)?.me
 export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<JetStreamClient> {
   const jsm = await jetstreamManager(nc);
   const streams: [string, string[]][] = [
-    [SEND_STREAM, CHANNELS.map(sendSubject)],
+    [SEND_STREAM, CHANNELS.flatMap((c) => SEND_LANES.map((l) => sendSubject(c, l)))],
     [CALLBACK_STREAM, [CALLBACK_SUBJECT]],
   ];
   for (const [name, subjects] of streams) {
@@ -65,7 +74,7 @@ export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<
     }
   }
   const consumers: [string, string, string][] = [
-    ...CHANNELS.map((c): [string, string, string] => [SEND_STREAM, sendConsumer(c), sendSubject(c)]),
+    ...CHANNELS.flatMap((c) => SEND_LANES.map((l): [string, string, string] => [SEND_STREAM, sendConsumer(c, l), sendSubject(c, l)])),
     [CALLBACK_STREAM, CALLBACK_CONSUMER, CALLBACK_SUBJECT],
   ];
   for (const [stream, durable, filter] of consumers) {

@@ -53,9 +53,16 @@ export function parseSendWakeup(text: string): Omit<SendWakeup, 'channel'> {
   };
 }
 
-/** Wakes the channel workers for these deliveries. Never throws. */
+/**
+ * Wake-ups published together beyond this many go to the bulk lane (see topology.ts): a message to
+ * a person on a few channels stays in the lane that is read at once, a fan-out does not.
+ */
+export const BULK_WAKEUPS = 10;
+
+/** Wakes the channel workers for these deliveries, a large set on the bulk lane. Never throws. */
 export function wakeSenders(nc: NatsConnection, items: readonly SendWakeup[], logger: Logger): number {
-  return publishAll(nc, (i) => sendSubject(items[i]!.channel), items.map(sendPayload), logger);
+  const lane = items.length > BULK_WAKEUPS ? 'bulk' : 'next';
+  return publishAll(nc, (i) => sendSubject(items[i]!.channel, lane), items.map(sendPayload), logger);
 }
 
 /** Wakes the callbacks role for these callback ids. Never throws. */
