@@ -14,6 +14,12 @@ export interface NatsCluster {
   url: string;
   /** The node that leads `stream` now. */
   leaderOf(stream: string): Promise<NatsHandle>;
+  /**
+   * Waits until JetStream has a meta leader and every stream and consumer has a leader and all its
+   * replicas current (a node that came back has caught up); resolves with the milliseconds it took.
+   * Rejects after `timeoutMs` naming what was still behind.
+   */
+  caughtUp(timeoutMs: number): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -67,6 +73,45 @@ export async function startNatsCluster(t: { teardown(fn: () => unknown): void },
         await c.close();
       }
     },
+    async caughtUp(timeoutMs) {
+      const started = Date.now();
+      const c = await connect({ servers: nodes.map((n) => n.url), maxReconnectAttempts: -1 });
+      try {
+        const jsm = await jetstreamManager(c, { checkAPI: false });
+        let behind = 'the JetStream meta leader';
+        for (;;) {
+          behind = await lagging(jsm).catch((err: unknown) => `JetStream (${(err as Error).message})`);
+          if (!behind) return Date.now() - started;
+          if (Date.now() - started > timeoutMs) throw new Error(`the NATS cluster has not caught up after ${timeoutMs} ms: ${behind}`);
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      } finally {
+        await c.close();
+      }
+    },
     stop,
   };
+}
+
+type ClusterInfo = { leader?: string; replicas?: { name: string; current: boolean; offline?: boolean }[] } | undefined;
+
+/** What is not caught up in one group's cluster info, or '' when it is. */
+function groupBehind(what: string, cluster: ClusterInfo): string {
+  if (!cluster?.leader) return `${what} has no leader`;
+  const late = (cluster.replicas ?? []).filter((r) => !r.current || r.offline).map((r) => r.name);
+  return late.length ? `${what} replicas ${late.join(', ')} are not current` : '';
+}
+
+/** The first stream or consumer that is not caught up, or '' when all are. */
+async function lagging(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promise<string> {
+  await jsm.getAccountInfo();
+  for await (const s of jsm.streams.list()) {
+    const behind = groupBehind(`stream ${s.config.name}`, s.cluster);
+    if (behind) return behind;
+    for await (const ci of jsm.consumers.list(s.config.name)) {
+      const b = groupBehind(`consumer ${s.config.name}/${ci.name}`, ci.cluster);
+      if (b) return b;
+    }
+  }
+  return '';
 }
