@@ -71,15 +71,21 @@ export class ProviderPacer {
   }
 
   /**
-   * Resolves at the send time `take` gave. A send that missed its time by more than LATE_MS (its
-   * claim was slow) takes a new time instead: sent late, it would crowd the sends of the times
-   * after it into one second.
+   * Resolves at the send time `take` gave, with the time it resolved for. A send that missed its
+   * time by more than LATE_MS takes a new time instead: sent late, it would crowd the sends of the
+   * times after it into one second. That is checked before the wait (the claim was slow) and after
+   * it: a timer fires late when this process stalled meanwhile (a collection, a busy event loop),
+   * and such a send once went 55 ms late, between two on time from another process, and was refused.
    */
-  async sendAt(provider: string, at: number): Promise<void> {
-    if (!this.#providers.has(provider) || at === 0) return;
-    while (!this.#closed && Date.now() > at + LATE_MS) at = await this.take(provider);
-    const ms = at - Date.now();
-    if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+  async sendAt(provider: string, at: number): Promise<number> {
+    if (!this.#providers.has(provider) || at === 0) return at;
+    for (;;) {
+      while (!this.#closed && Date.now() > at + LATE_MS) at = await this.take(provider);
+      const ms = at - Date.now();
+      if (ms <= 0 || this.#closed) return at;
+      await new Promise((r) => setTimeout(r, ms));
+      if (Date.now() <= at + LATE_MS) return at;
+    }
   }
 
   /** The provider asked for a pause (a 429 with Retry-After): nobody sends to it for `ms`. */
