@@ -9,7 +9,7 @@ export { isNatsUnavailable } from './nats/unavailable.ts';
 export { Slots, SlotsClosedError } from './slots.ts';
 
 export {
-  SEND_STREAM, SEND_LANES, CALLBACK_STREAM, sendSubject, sendConsumer, type SendLane, CALLBACK_SUBJECT, CALLBACK_CONSUMER, FEED_WAKE_SUBJECT, ACK_WAIT_MS, connectNats, ensureTopology,
+  SEND_STREAM, SEND_LANES, CALLBACK_STREAM, sendSubject, sendConsumer, CALLBACK_SUBJECT, CALLBACK_CONSUMER, FEED_WAKE_SUBJECT, ACK_WAIT_MS, connectNats, ensureTopology,
 } from './nats/topology.ts';
 export { BULK_WAKEUPS, wakeSenders, wakeCallbacks, wakeFeed, parseSendWakeup, type SendWakeup } from './nats/wakeups.ts';
 export { FairQueue, type Flow, type FlowWeights } from './scheduling/fair-queue.ts';
