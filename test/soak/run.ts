@@ -166,7 +166,8 @@ async function main(): Promise<number> {
       }
     })();
     await pause(ROUND_MS);
-    await applied;
+    // A fault that could not complete (a NATS node that never caught up) fails the round.
+    const faultError = await applied.then(() => null, (err: unknown) => (err as Error).message ?? String(err));
     await flood.stop();
     let now = before;
     const until = Date.now() + 180_000;
@@ -182,9 +183,12 @@ async function main(): Promise<number> {
         .map((v, i) => String(v).padEnd([7, 10, 7, 10, 16, 16, 14, 0][i]!))
         .join(''),
     );
-    if (now.stranded > 0 || now.callbacksLost > 0 || skipped > 0 || now.doubleSuccess > 0) {
+    if (faultError || now.stranded > 0 || now.callbacksLost > 0 || skipped > 0 || now.doubleSuccess > 0) {
       failed = true;
-      console.log(`round ${round} FAILED: stranded ${now.stranded}, callbacks lost ${now.callbacksLost}, feed rows skipped ${skipped}, double successes ${now.doubleSuccess}`);
+      console.log(
+        `round ${round} FAILED: stranded ${now.stranded}, callbacks lost ${now.callbacksLost}, feed rows skipped ${skipped}, double successes ${now.doubleSuccess}` +
+          (faultError ? `; a fault did not complete: ${faultError}` : ''),
+      );
       await explainFailure(engines.databaseUrl, d.nodes);
       break;
     }
