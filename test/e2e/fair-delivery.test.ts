@@ -2,7 +2,7 @@ import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SchedulingStore } from '@ens/core';
 import { startRoles, type RunningRoles } from '@ens/app/roles';
-import { smsHandoff, startTestService, uniqueKey, type TestClient } from '../harness/service.ts';
+import { sandboxPhones, smsHandoff, startTestService, uniqueKey, type TestClient } from '../harness/service.ts';
 
 /**
  * Fair delivery, as a correctness check (the timed figures are in `npm run bench`). The sandbox
@@ -30,16 +30,6 @@ async function stopWorker(): Promise<void> {
   worker = null;
 }
 t.teardown(stopWorker);
-
-/** n distinct numbers from `from` on, none of those the sandbox fails (…0000) or makes flaky (…1111). */
-function phones(n: number, from: number): string[] {
-  const out: string[] = [];
-  for (let i = from; out.length < n; i++) {
-    const p = `+1555${String(i).padStart(7, '0')}`;
-    if (!p.endsWith('0000') && !p.endsWith('1111')) out.push(p);
-  }
-  return out;
-}
 
 async function clientWith(name: string, tenants: string[]): Promise<TestClient> {
   const c = await svc.createClient({ name });
@@ -78,7 +68,7 @@ t.test('a single sms is not held behind another client\'s blast', async (t) => {
   const marketing = await clientWith('marketing', ['marketing']);
   const bank = await clientWith('bank', ['bank']);
   await startWorker();
-  for (let i = 0; i < 2; i++) await send(marketing, 'marketing', phones(1_000, i * 2_000));
+  for (let i = 0; i < 2; i++) await send(marketing, 'marketing', sandboxPhones(1_000, i * 2_000));
   await sleep(300);
   const sentBefore = async (at?: string) =>
     (await svc.rt.db.query(`SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'sent' ${at ? 'AND sent_at < $2' : ''}`, at ? [marketing.clientId, at] : [marketing.clientId])).rows[0].n as number;
@@ -100,10 +90,10 @@ t.test('backlogs share the send slots by weight, across clients and across tenan
   await scheduling.setClient(z.clientId, { weight: 2 });
   await scheduling.setTenant(y.clientId, 'y2', 3);
   // Queued while no worker runs, so every backlog is there when sending starts.
-  await send(x, 'x1', phones(600, 0));
-  await send(y, 'y1', phones(300, 1_000));
-  await send(y, 'y2', phones(900, 2_000));
-  await send(z, 'z1', phones(1_200, 4_000));
+  await send(x, 'x1', sandboxPhones(600, 0));
+  await send(y, 'y1', sandboxPhones(300, 1_000));
+  await send(y, 'y2', sandboxPhones(900, 2_000));
+  await send(z, 'z1', sandboxPhones(1_200, 4_000));
   await startWorker();
   const ids = [x.clientId, y.clientId, z.clientId];
   await drained(ids);
@@ -136,7 +126,7 @@ t.test('backlogs share the send slots by weight, across clients and across tenan
 t.test('a client\'s priority event types go ahead of its own backlog', async (t) => {
   const bank = await clientWith('bank-priority', ['retail']);
   await scheduling.setClient(bank.clientId, { priorityEventTypes: ['otp.*'] });
-  await send(bank, 'retail', phones(800, 0), 'newsletter.weekly');
+  await send(bank, 'retail', sandboxPhones(800, 0), 'newsletter.weekly');
   const [otp] = await send(bank, 'retail', ['+15558880001'], 'otp.login');
   await startWorker();
   await drained([bank.clientId]);

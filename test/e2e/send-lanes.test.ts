@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { BULK_WAKEUPS, SEND_STREAM, sendConsumer } from '@ens/core/internal';
 import { startRoles, type RunningRoles } from '@ens/app/roles';
-import { smsHandoff, startTestService, uniqueKey, type TestClient } from '../harness/service.ts';
+import { sandboxPhones, smsHandoff, startTestService, uniqueKey, type TestClient } from '../harness/service.ts';
 
 /**
  * The two lanes of a channel's work queue. Found by running ENS (`npm run bench`, fairness): a
@@ -24,15 +24,6 @@ const svc = await startTestService(t, {
 
 let worker: RunningRoles | null = null;
 t.teardown(() => worker?.stop());
-
-function phones(n: number, from: number): string[] {
-  const out: string[] = [];
-  for (let i = from; out.length < n; i++) {
-    const p = `+1555${String(i).padStart(7, '0')}`;
-    if (!p.endsWith('0000') && !p.endsWith('1111')) out.push(p);
-  }
-  return out;
-}
 
 async function send(c: TestClient, tenant: string, recipients: string[], eventType = 'test.event'): Promise<string[]> {
   const r = await svc.send(c, smsHandoff(tenant, recipients, { event_type: eventType }), uniqueKey());
@@ -66,14 +57,14 @@ t.test('a large handoff waits on the bulk lane; a message to one person does not
   await svc.tenant(bank, 'bank');
 
   // No worker yet: what each handoff published stays on the server, so its lane can be read.
-  await send(marketing, 'marketing', phones(1_000, 0));
-  await send(bank, 'bank', phones(BULK_WAKEUPS, 500_000));
+  await send(marketing, 'marketing', sandboxPhones(1_000, 0));
+  await send(bank, 'bank', sandboxPhones(BULK_WAKEUPS, 500_000));
   t.same(await waiting(), { next: BULK_WAKEUPS, bulk: 1_000 }, `${BULK_WAKEUPS} wake-ups published together stay on the lane read at once; a fan-out goes to the bulk lane`);
 
   worker = await startRoles(svc.rt, ['worker'], { port: 0, host: '127.0.0.1' });
   await drained(bank.clientId, 30_000);
   // The blast: 2,000 more, published while the worker holds 16 wake-ups at a time.
-  for (let i = 0; i < 2; i++) await send(marketing, 'marketing', phones(1_000, 10_000 + i * 2_000));
+  for (let i = 0; i < 2; i++) await send(marketing, 'marketing', sandboxPhones(1_000, 10_000 + i * 2_000));
   await sleep(300);
   const sentBlast = async (before?: string) =>
     (await svc.rt.db.query(`SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'sent' ${before ? 'AND sent_at < $2' : ''}`, before ? [marketing.clientId, before] : [marketing.clientId])).rows[0].n as number;

@@ -181,6 +181,16 @@ export async function startTestService(t: Teardown, opts: { env?: Record<string,
   };
 }
 
+/** n distinct numbers from `from` on, none of those the sandbox fails (…0000) or makes flaky (…1111). */
+export function sandboxPhones(n: number, from: number): string[] {
+  const out: string[] = [];
+  for (let i = from; out.length < n; i++) {
+    const p = `+1555${String(i).padStart(7, '0')}`;
+    if (!p.endsWith('0000') && !p.endsWith('1111')) out.push(p);
+  }
+  return out;
+}
+
 /** A minimal valid sms handoff for `tenant`. */
 export function smsHandoff(tenant: string, recipients: string[], extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
