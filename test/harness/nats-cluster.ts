@@ -78,9 +78,8 @@ export async function startNatsCluster(t: { teardown(fn: () => unknown): void },
       const c = await connect({ servers: nodes.map((n) => n.url), maxReconnectAttempts: -1 });
       try {
         const jsm = await jetstreamManager(c, { checkAPI: false });
-        let behind = 'the JetStream meta leader';
         for (;;) {
-          behind = await lagging(jsm).catch((err: unknown) => `JetStream (${(err as Error).message})`);
+          const behind = await lagging(jsm).catch((err: unknown) => `JetStream (${(err as Error).message})`);
           if (!behind) return Date.now() - started;
           if (Date.now() - started > timeoutMs) throw new Error(`the NATS cluster has not caught up after ${timeoutMs} ms: ${behind}`);
           await new Promise((r) => setTimeout(r, 250));
