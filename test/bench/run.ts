@@ -8,9 +8,9 @@
  *   BENCH_MEMORY_SECONDS=20  length of the sustained load in the memory phase
  *   BENCH_REDIS_URL=redis://127.0.0.1:6379  the Redis of the BullMQ peer (peers phase; skipped when unreachable)
  *   BENCH_GROWTH_ROWS=1000000  peers phase: also time ENS's 10,000 handoff after its record is topped up
+ *                             to this many delivered rows by bulk SQL (default: not run)
  *   BENCH_PEER_RUNS=3         peers phase: runs of each pipeline measure (ENS's and each peer's); the median counts
  *   BENCH_CALLBACKS_N=15000   callbacks phase: posts per run (raw loop and ENS)
- *                             to this many delivered rows by bulk SQL (default: not run)
  *   BENCH_CPU_PROF=1          run the ENS children with --cpu-prof into test/bench/profiles/<stamp>/
  *                             and print a self-time summary of each profile at the end
  *   BENCH_ENGINE_LOGS=1       show PostgreSQL and NATS output
@@ -588,6 +588,7 @@ async function main(): Promise<number> {
           accept: ACCEPT,
           redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
           ...(growthRows ? { growthRows } : {}),
+          runs: peerRuns,
         });
       });
     }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { BULK_WAKEUPS, SEND_STREAM, sendConsumer } from '@ens/core/internal';
 import { startRoles, type RunningRoles } from '@ens/app/roles';
-import { sandboxPhones, smsHandoff, startTestService, uniqueKey, type TestClient } from '../harness/service.ts';
+import { sandboxPhones, smsHandoff, startTestService, uniqueKey, waitFor, type TestClient } from '../harness/service.ts';
 
 /**
  * The two lanes of a channel's work queue. Found by running ENS (`npm run bench`, fairness): a
@@ -36,11 +36,7 @@ async function pendingOf(clientId: string): Promise<number> {
 }
 
 async function drained(clientId: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while ((await pendingOf(clientId)) > 0) {
-    if (Date.now() > deadline) throw new Error(`${await pendingOf(clientId)} deliveries of ${clientId} still pending`);
-    await sleep(100);
-  }
+  await waitFor(async () => (await pendingOf(clientId)) === 0, timeoutMs, `no delivery of ${clientId} pending`);
 }
 
 /** Wake-ups waiting on each lane of the sms queue, not yet handed to a worker. */

@@ -46,6 +46,12 @@ export interface PeersContext {
   redisUrl: string;
   /** BENCH_GROWTH_ROWS: also measure after the record is topped up to this many deliveries (bulk SQL). */
   growthRows?: number;
+  /**
+   * BENCH_PEER_RUNS: runs of each pipeline measure, ENS's and every peer's, of which the median
+   * counts. On a shared machine one run of the same thing varies by a fifth or more, too much for a
+   * ratio read from one run each.
+   */
+  runs: number;
 }
 
 export const HANDOFF_N = 10_000;
@@ -56,12 +62,6 @@ export const GROWTH = { earlier: 25_000, perHandoff: 5_000 };
 const PEER_PG_POOL = 16;
 /** A short untimed run in each fresh peer child, so its JIT is as warm as the long-running ENS child. */
 const WARM_UP = { handoffs: 2, perHandoff: 100 };
-/**
- * Runs of each pipeline measure, ENS's and every peer's, of which the median counts: on a shared
- * machine one run of the same thing varies by a fifth or more, too much for a ratio read from one
- * run each (BENCH_PEER_RUNS).
- */
-const RUNS = Number(process.env.BENCH_PEER_RUNS ?? 3);
 
 const require = createRequire(import.meta.url);
 const versionOf = (pkg: string): string => (require(`${pkg}/package.json`) as { version: string }).version;
@@ -85,6 +85,7 @@ interface PeerRates {
 
 export async function runPeersPhase(ctx: PeersContext): Promise<void> {
   const { engines, db, ens, report } = ctx;
+  const runCount = ctx.runs;
   const peersUrl = await createPeersDatabase(engines.databaseUrl);
   const peersDb = new pg.Pool({ connectionString: peersUrl, max: 2, application_name: 'bench-peers' });
   peersDb.on('error', () => {});
@@ -116,12 +117,12 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
     return [out, d];
   };
   /**
-   * RUNS runs of one measure; the median run (by rate) and its machine use are reported, with every
+   * `ctx.runs` runs of one measure; the median run (by rate) and its machine use are reported, with every
    * rate. `run` does one run, and passes the part to time (and watch) to `timed`.
    */
   type Timed<T> = (groups: Groups, isEns: boolean, measure: () => Promise<T>) => Promise<T>;
   const medianRun = async <T>(label: string, rateOf: (r: T) => number, run: (timed: Timed<T>) => Promise<T>): Promise<[T, Diagnosis, number[]]> => {
-    const runs = await medianOf(RUNS, async () => {
+    const runs = await medianOf(runCount, async () => {
       let d: Diagnosis | undefined;
       const out = await run(async (groups, isEns, measure) => {
         const [o, diag] = await watchedQuietly(groups, isEns, measure);
@@ -130,7 +131,7 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
       });
       return { out, d: d!, rate: rateOf(out) };
     });
-    report.diag(`${label} (median of ${RUNS}: ${runs.runs.map((r) => fmt(r)).join(', ')} /s)`, formatDiagnosis(runs.d), runs.d);
+    report.diag(`${label} (median of ${runCount}: ${runs.runs.map((r) => fmt(r)).join(', ')} /s)`, formatDiagnosis(runs.d), runs.d);
     return [runs.out, runs.d, runs.runs];
   };
 
@@ -163,13 +164,13 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
       await waitIdle(db, 'peers');
       return out;
     };
-    progress(`peers: ${ens.label}, one handoff of ${fmt(HANDOFF_N)} sms recipients on an empty record, ${RUNS} runs`);
+    progress(`peers: ${ens.label}, one handoff of ${fmt(HANDOFF_N)} sms recipients on an empty record, ${runCount} runs`);
     const [eh, ehDiag, ehRuns] = await medianRun<FanoutResult>(`peers: ${fmt(HANDOFF_N)} handoff, ${ens.label}`, (r) => r.sendRate, onEmptyRecord(async () => {
       const r = await ensFanout(ens.baseUrl, ens.token, db, HANDOFF_N);
       progress(`peers: ${ens.label} ${fmt(r.sendRate)} sent/s (${ms(r.allSentMs)})`);
       return r;
     }));
-    progress(`peers: ${ens.label}, ${BURST.handoffs} × ${BURST.perHandoff} sms on an empty record, ${RUNS} runs`);
+    progress(`peers: ${ens.label}, ${BURST.handoffs} × ${BURST.perHandoff} sms on an empty record, ${runCount} runs`);
     const [eb, ebDiag, ebRuns] = await medianRun<EnsPipelineResult>(`peers: burst ${BURST.handoffs}×${BURST.perHandoff}, ${ens.label}`, (r) => r.rate, onEmptyRecord(async () => {
       const r = await ensPipeline(ens.baseUrl, ens.token, db, BURST.handoffs, BURST.perHandoff, 'peers burst');
       progress(`peers: ${ens.label} ${fmt(r.rate)} sent/s (${ms(r.ms)})`);
@@ -225,7 +226,7 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
     // Each run in a fresh peer process on fresh tables, after the untimed warm-up.
     const measurePeer = async (peer: PipelinePeer, handoffs: number, perHandoff: number, what: string): Promise<[PeerPipelineResult, Diagnosis, number[]]> => {
       const schema = peer.name.replace(/-/g, '_');
-      progress(`peers: ${peer.label}, ${what}, ${RUNS} runs`);
+      progress(`peers: ${peer.label}, ${what}, ${runCount} runs`);
       return medianRun<PeerPipelineResult>(`peers: ${what}, ${peer.label}`, (r) => r.rate, async (timed) => {
         await resetPeerSchema(peersDb, schema, 'outcomes');
         await obliterate();
@@ -289,7 +290,7 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
         `${'version' in redis ? ` (${redis.version}, maxmemory-policy ${redis.maxmemoryPolicy ?? '?'}${redis.pid ? '' : ', not on this machine: its CPU is not counted'})` : ` unreachable: ${redis.error}`}. ` +
         `Every peer's job "sends" through a no-op provider (the sandbox's success path: a fresh provider message id) and records the outcome with one INSERT (own transaction, fsync on) into an outcomes table. ` +
         `Each run is in a fresh peer process on fresh tables after an untimed warm-up of ${WARM_UP.handoffs} × ${WARM_UP.perHandoff} jobs; rate = N / (first POST → the 20 ms poll that finds all N outcome rows), as ENS's runs end at the poll that finds no delivery pending. ` +
-        `Every pipeline figure is the median of ${RUNS} runs (BENCH_PEER_RUNS): ENS handoff ${ehRuns.map((r) => fmt(r)).join(', ')}, burst ${ebRuns.map((r) => fmt(r)).join(', ')} /s; ` +
+        `Every pipeline figure is the median of ${runCount} runs (BENCH_PEER_RUNS): ENS handoff ${ehRuns.map((r) => fmt(r)).join(', ')}, burst ${ebRuns.map((r) => fmt(r)).join(', ')} /s; ` +
         results.map((r) => `${r.peer.name} handoff ${r.handoffRuns.map((x) => fmt(x)).join(', ')}, burst ${r.burstRuns.map((x) => fmt(x)).join(', ')} /s`).join('; ') +
         '. ' +
         `ENS does more per delivery: a versioned delivery row and its attempt, a feed stamp, and a callback when asked (none here). ` +
@@ -318,7 +319,7 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
       fastifyPg: { ...fp, latenciesMs: undefined },
       redis,
       queues: results.map((r) => ({ name: r.peer.name, label: r.peer.label, handoff: r.handoff, burst: r.burst, handoffRuns: r.handoffRuns, burstRuns: r.burstRuns })),
-      runs: { count: RUNS, ensHandoff: ehRuns, ensBurst: ebRuns },
+      runs: { count: runCount, ensHandoff: ehRuns, ensBurst: ebRuns },
     };
   } finally {
     await closePeersDb();
