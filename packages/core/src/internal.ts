@@ -6,23 +6,22 @@ export { createPool, createAsyncCommitPool, inTransaction, isoSql, queryByIds, t
 export { Coalescer, type CoalescerOptions } from './db/coalescer.ts';
 export { isDatabaseUnavailable } from './db/unavailable.ts';
 export { isNatsUnavailable } from './nats/unavailable.ts';
-export { Slots, SlotsClosedError } from './slots.ts';
 
 export {
   SEND_STREAM, SEND_LANES, CALLBACK_STREAM, sendSubject, sendConsumer, CALLBACK_SUBJECT, CALLBACK_CONSUMER, FEED_WAKE_SUBJECT, ACK_WAIT_MS, connectNats, ensureTopology,
 } from './nats/topology.ts';
-export { BULK_WAKEUPS, wakeSenders, wakeCallbacks, wakeFeed, parseSendWakeup, type SendWakeup } from './nats/wakeups.ts';
+export { BULK_WAKEUPS, wakeSenders, wakeCallbacks, wakeFeed, parseSendWakeup, parseCallbackWakeup, type SendWakeup, type CallbackWakeup } from './nats/wakeups.ts';
 export { FairQueue, type Flow, type FlowWeights } from './scheduling/fair-queue.ts';
 export { FairSlots, type SlotWork } from './scheduling/fair-slots.ts';
 export { SchedulingPolicy } from './store/scheduling.ts';
 export { ProviderPacer, type Pace } from './scheduling/provider-pacer.ts';
-export { consumeWorkQueue, runInSlotOrRequeue, type WorkQueueConsumer, type WorkQueueOptions } from './nats/work-queue.ts';
+export { consumeWorkQueue, type WorkQueueConsumer, type WorkQueueOptions } from './nats/work-queue.ts';
 export { registerLoop, downLoops, allLoops, consumerUp, type LoopHealth, type LoopState } from './nats/loop-health.ts';
 
 export { startSweeper, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, type SweepJob, type Sweeper } from './sweeper.ts';
 export { readBacklogAge, measureBacklogIn, type BacklogAge, type BacklogKind } from './backlog.ts';
 export {
-  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, feedStamped, sweeperRequeued, mediaCollected, retentionRemoved, retentionBatches, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
+  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, callbacksDeferred, feedStamped, sweeperRequeued, mediaCollected, retentionRemoved, retentionBatches, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
 } from './metrics.ts';
 
 export { purgeIdempotencyKeys } from './store/accept.ts';

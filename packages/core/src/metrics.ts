@@ -33,6 +33,12 @@ export const callbackPosts = new Counter({
   registers: [metricsRegistry],
 });
 
+export const callbacksDeferred = new Counter({
+  name: 'ens_callbacks_deferred_total',
+  help: "Callback wake-ups handed back to the queue because their client's receiver is slow and its share of the post slots is full",
+  registers: [metricsRegistry],
+});
+
 export const feedStamped = new Counter({
   name: 'ens_feed_rows_stamped_total',
   help: 'Delivery changes stamped into the change feed',

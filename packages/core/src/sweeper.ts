@@ -62,10 +62,10 @@ export function requeueOverdueCallbacks(deps: { callbacks: CallbackStore; nc: Na
     everyMs: OVERDUE_EVERY_MS,
     failureMessage: 'callback sweep failed; will try again',
     async run() {
-      const ids = await deps.callbacks.takeOverdue(graceMs, OVERDUE_BATCH);
-      if (ids.length === 0) return;
-      sweeperRequeued.inc({ kind: 'callback' }, ids.length);
-      wakeCallbacks(deps.nc, ids, deps.logger);
+      const overdue = await deps.callbacks.takeOverdue(graceMs, OVERDUE_BATCH);
+      if (overdue.length === 0) return;
+      sweeperRequeued.inc({ kind: 'callback' }, overdue.length);
+      wakeCallbacks(deps.nc, overdue, deps.logger);
     },
   };
 }

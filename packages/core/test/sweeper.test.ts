@@ -83,15 +83,15 @@ t.test('overdue deliveries are woken on their channel queue and counted', async 
   t.equal((await requeued('delivery')) - before, 2);
 });
 
-t.test('overdue callbacks are woken on the callbacks queue and counted', async (t) => {
+t.test('overdue callbacks are woken on the callbacks queue with their client, and counted', async (t) => {
   const { logger } = recordingLogger();
   const { nc, published } = fakeNats();
-  const callbacks = { takeOverdue: async () => ['c1', 'c2', 'c3'] } as unknown as CallbackStore;
+  const callbacks = { takeOverdue: async () => [{ id: 'c1', clientId: 'ens_a' }, { id: 'c2', clientId: 'ens_b' }, { id: 'c3', clientId: 'ens_a' }] } as unknown as CallbackStore;
   const before = await requeued('callback');
   const job = requeueOverdueCallbacks({ callbacks, nc, logger }, 30_000);
   t.equal(job.everyMs, 2_000);
   await job.run();
-  t.same(published.map(([s, id]) => `${s} ${id}`), ['ens.callbacks.post c1', 'ens.callbacks.post c2', 'ens.callbacks.post c3']);
+  t.same(published, [['ens.callbacks.post', 'c1 ens_a'], ['ens.callbacks.post', 'c2 ens_b'], ['ens.callbacks.post', 'c3 ens_a']], 'each with its client, for fair posting');
   t.equal((await requeued('callback')) - before, 3);
 });
 

@@ -1,16 +1,33 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { nextRetryDelay, type ClientRow, type Runtime } from '@ens/core';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, ClientDirectory, closeOutboundConnections, consumeWorkQueue, endCallbackPostSpan, requeueOverdueCallbacks, runInSlotOrRequeue, Slots,
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, callbacksDeferred, ClientDirectory, closeOutboundConnections, consumeWorkQueue, endCallbackPostSpan, parseCallbackWakeup, requeueOverdueCallbacks,
   startCallbackPostSpan, startSweeper, traceparentOf, type CallbackClaim, type ClaimedCallback, type PostResult,
 } from '@ens/core/internal';
 import { postCallback } from './delivery/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
+import { PostDeferred, PostSlots, SlotsClosedError } from './post-slots.ts';
 
 /** Posts in flight at once. */
-const CONCURRENCY = 64;
+const POST_SLOTS = 256;
+/**
+ * Posts in flight at once for one client: what a receiver saw before the slots were shared, and
+ * what a client whose receiver hangs can hold, so three such clients still leave a quarter free.
+ */
+const POSTS_PER_CLIENT = 64;
 /** Wake-ups held per post slot, so claims and records batch across more handlers (see the worker). */
 const MESSAGES_PER_POST_SLOT = 4;
+/** How the post slots treat a client whose receiver is slow (see post-slots.ts). */
+const SLOW_RECEIVER = {
+  /** A post that takes this long is slow: a receiver that answers sooner frees its slots soon enough. */
+  slowPostMs: 1_000,
+  /** A wake-up that would wait longer than this behind its own client's slow posts goes back to the queue... */
+  maxWaitMs: 2_000,
+  /** ...for about that wait, at most this long, so that a receiver that recovers is soon posted to again. */
+  maxDeferMs: 60_000,
+};
+/** How often the parked posts are checked against SLOW_RECEIVER.maxWaitMs. */
+const DEFER_CHECK_MS = 1_000;
 
 export interface CallbacksRole {
   stop(): Promise<void>;
@@ -62,16 +79,22 @@ function openSecret(rt: Runtime, client: ClientRow): string | null {
  * Posts one queued callback. The body bytes were fixed when the delivery reached its terminal
  * state; each attempt signs those same bytes, with the same webhook-id and a fresh timestamp.
  */
-function postHandler(rt: Runtime, directory: ClientDirectory, slots: Slots) {
+function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) {
   const leaseMs = Math.max(rt.config.leaseMs, rt.config.callbackTimeoutMs + 5_000);
   return async (m: JsMsg): Promise<void> => {
+    const wakeup = parseCallbackWakeup(m.string());
+    const deferMs = slots.deferral(wakeup.clientId);
+    if (deferMs > 0) return handBack(rt, m, wakeup.id, deferMs);
     // A post slot is taken before the claim, so the lease starts only once the post can begin, and
     // given back when the post has answered: recording it does not hold one.
-    const posted = await runInSlotOrRequeue(
+    const posted = await inPostSlot(
+      rt,
       slots,
+      wakeup.id,
+      wakeup.clientId,
       m,
       async (): Promise<Exclude<CallbackClaim, ClaimedCallback> | { claim: ClaimedCallback; result: PostResult; signed: boolean }> => {
-        const claim = await rt.callbacks.claim(m.string(), leaseMs);
+        const claim = await rt.callbacks.claim(wakeup.id, leaseMs);
         if ('miss' in claim) return claim;
         const rawBody = Buffer.from(claim.body, 'utf8');
         const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
@@ -111,19 +134,50 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: Slots) {
   };
 }
 
+/**
+ * Puts a wake-up back in the queue for `delayMs`, and keeps the sweeper off its callback meanwhile
+ * (a failure to do so only costs a spare wake-up later).
+ */
+function handBack(rt: Runtime, m: JsMsg, callbackId: string, delayMs: number): void {
+  m.nak(delayMs);
+  callbacksDeferred.inc();
+  rt.callbacks.holdOff(callbackId, delayMs).catch((err: unknown) => rt.logger.debug({ err, callbackId }, 'could not hold the sweeper off a deferred callback'));
+}
+
+/**
+ * Runs fn in the client's post slot. A wake-up whose post never started goes back to the queue:
+ * at once when the role is stopping (for another process), after its expected wait when the slots
+ * handed it back. Returns undefined then.
+ */
+async function inPostSlot<T>(rt: Runtime, slots: PostSlots, callbackId: string, client: string, m: JsMsg, fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await slots.run(client, fn);
+  } catch (err) {
+    if (err instanceof SlotsClosedError) m.nak();
+    else if (err instanceof PostDeferred) handBack(rt, m, callbackId, err.delayMs);
+    else throw err;
+    return undefined;
+  }
+}
+
 /** Runs the callbacks role: posts, retries on ENS_CALLBACK_BACKOFF, dead letters, and its sweeper. */
 export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   const directory = new ClientDirectory(rt.db, rt.clients);
   await directory.start();
-  const slots = new Slots(CONCURRENCY);
+  const slots = new PostSlots({ size: POST_SLOTS, perClient: POSTS_PER_CLIENT, ...SLOW_RECEIVER });
   const handler = postHandler(rt, directory, slots);
   const consumer = await consumeWorkQueue({
-    js: rt.js, stream: CALLBACK_STREAM, durable: CALLBACK_CONSUMER, concurrency: CONCURRENCY * MESSAGES_PER_POST_SLOT, handle: handler, logger: rt.logger,
+    js: rt.js, stream: CALLBACK_STREAM, durable: CALLBACK_CONSUMER, concurrency: POST_SLOTS * MESSAGES_PER_POST_SLOT, handle: handler, logger: rt.logger,
     redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
   });
+  // Wake-ups already held when their client's receiver turned slow go back too, so that they do
+  // not fill what the role holds and keep other clients' wake-ups unread.
+  const deferring = setInterval(() => slots.deferParked(), DEFER_CHECK_MS);
+  deferring.unref();
   const sweeper = startSweeper([requeueOverdueCallbacks(rt, rt.config.sweepGraceMs)], rt.logger);
   return {
     async stop() {
+      clearInterval(deferring);
       sweeper.stop();
       // Posts under way finish; held wake-ups that have not started go back to the queue.
       slots.close();

@@ -121,7 +121,7 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
       h.m.nak(result.delayMs);
     } else {
       h.m.ack();
-      if (t?.callbackId) wakeCallbacks(rt.nc, [t.callbackId], rt.logger);
+      if (t?.callbackId) wakeCallbacks(rt.nc, [{ id: t.callbackId, clientId: claim.clientId }], rt.logger);
     }
     h.done();
   };

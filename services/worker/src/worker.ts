@@ -61,7 +61,7 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
         return;
       }
       if (r.changed) wakeFeed(rt.nc);
-      if (r.callbackId) wakeCallbacks(rt.nc, [r.callbackId], rt.logger);
+      if (r.callback) wakeCallbacks(rt.nc, [r.callback], rt.logger);
     },
   };
 }

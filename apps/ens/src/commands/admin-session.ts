@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { CallbackStore, ClientStore, MASTER_KEY_MISMATCH, migrate, type Config } from '@ens/core';
-import { createPool, resolveMasterKey, SecretBox, connectNats, ensureTopology, wakeCallbacks, type Db } from '@ens/core/internal';
+import { createPool, resolveMasterKey, SecretBox, connectNats, ensureTopology, wakeCallbacks, type CallbackWakeup, type Db } from '@ens/core/internal';
 import { resolveEngines } from '../engines.ts';
 import { operatorOptions } from '../operator-options.ts';
 import { UsageError } from '../output.ts';
@@ -10,7 +10,7 @@ export interface AdminSession {
   clients: ClientStore;
   callbacks: CallbackStore;
   /** Wakes the callbacks role; without NATS, the role's sweeper picks the work up within a minute. */
-  wakeCallbacks(ids: string[]): Promise<void>;
+  wakeCallbacks(callbacks: CallbackWakeup[]): Promise<void>;
 }
 
 /**
@@ -29,13 +29,13 @@ export async function withAdminSession<T>(config: Config, fn: (s: AdminSession) 
       db,
       clients,
       callbacks: new CallbackStore(db),
-      async wakeCallbacks(ids) {
-        if (ids.length === 0 || !engines.natsUrl) return;
+      async wakeCallbacks(callbacks) {
+        if (callbacks.length === 0 || !engines.natsUrl) return;
         const nc = await connectNats(engines.natsUrl, 'ens-cli').catch(() => null);
         if (!nc) return;
         try {
           await ensureTopology(nc, config.natsReplicas);
-          wakeCallbacks(nc, ids, logger);
+          wakeCallbacks(nc, callbacks, logger);
         } finally {
           await nc.drain().catch(() => {});
         }

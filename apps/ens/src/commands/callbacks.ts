@@ -26,7 +26,7 @@ function plan(a: { sub: string | undefined; ids: string[]; client?: string; limi
       return async (s) => {
         const replayed = await s.callbacks.replay({ ids: a.ids.length > 0 ? a.ids : undefined, clientId: a.client });
         await s.wakeCallbacks(replayed);
-        print({ replayed });
+        print({ replayed: replayed.map((c) => c.id) });
       };
     }
     default:

@@ -65,9 +65,28 @@ export function wakeSenders(nc: NatsConnection, items: readonly SendWakeup[], lo
   return publishAll(nc, (i) => sendSubject(items[i]!.channel, lane), items.map(sendPayload), logger);
 }
 
-/** Wakes the callbacks role for these callback ids. Never throws. */
-export function wakeCallbacks(nc: NatsConnection, ids: string[], logger: Logger): number {
-  return publishAll(nc, () => CALLBACK_SUBJECT, ids, logger);
+/** What a callback wake-up names: the callback, and the client whose turn it takes. */
+export interface CallbackWakeup {
+  id: string;
+  clientId: string;
+}
+
+/*
+ * A callback wake-up's payload is `<callback id> <client id>`: the callbacks role shares its post
+ * slots among clients before it reads any row (see services/callbacks/src/post-slots.ts), so the
+ * client travels with the wake-up, as a send wake-up's flow does.
+ */
+const callbackPayload = (c: CallbackWakeup) => `${c.id} ${c.clientId}`;
+
+/** Reads a callback wake-up's payload; a bare callback id (as published before) has no client. */
+export function parseCallbackWakeup(text: string): CallbackWakeup {
+  const a = text.indexOf(' ');
+  return a < 0 ? { id: text, clientId: '' } : { id: text.slice(0, a), clientId: text.slice(a + 1) };
+}
+
+/** Wakes the callbacks role for these callbacks. Never throws. */
+export function wakeCallbacks(nc: NatsConnection, items: readonly CallbackWakeup[], logger: Logger): number {
+  return publishAll(nc, () => CALLBACK_SUBJECT, items.map(callbackPayload), logger);
 }
 
 const feedWakeQueued = new WeakSet<NatsConnection>();

@@ -1,6 +1,5 @@
 import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { SlotsClosedError, type Slots } from '../slots.ts';
 import { registerLoop } from './loop-health.ts';
 
 export interface WorkQueueConsumer {
@@ -166,21 +165,4 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
       health.remove();
     },
   };
-}
-
-/**
- * Runs fn in one of the role's slots. When the role is stopping (slots closed) the wake-up was
- * never claimed, so it goes straight back to the queue for another process, and this returns
- * undefined.
- */
-export async function runInSlotOrRequeue<T>(slots: Pick<Slots, 'run'>, m: JsMsg, fn: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await slots.run(fn);
-  } catch (err) {
-    if (err instanceof SlotsClosedError) {
-      m.nak();
-      return undefined;
-    }
-    throw err;
-  }
 }

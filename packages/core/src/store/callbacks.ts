@@ -1,6 +1,7 @@
 import type { Db } from '../db/pool.ts';
 import { Coalescer } from '../db/coalescer.ts';
 import { isoSql, queryByIds } from '../db/pool.ts';
+import type { CallbackWakeup } from '../nats/wakeups.ts';
 
 export interface ClaimedCallback {
   id: string;
@@ -67,6 +68,23 @@ WITH u AS (
 INSERT INTO callback_attempts (callback_id, number, http_status, error)
 SELECT id, attempt, http_status, error FROM u`;
 
+/*
+ * A wake-up handed back to the queue for a while (the callbacks role defers posts that would wait
+ * behind their client's slow receiver) must not look lost to the sweeper meanwhile, or every
+ * ENS_SWEEP_GRACE would add another wake-up for the same callback. So the sweeper is held off until
+ * the wake-up is due back: it re-wakes the callback only if that one is lost after all.
+ */
+const HOLD_OFF_SQL = `
+UPDATE callbacks c SET swept_at = greatest(c.swept_at, now() + x.hold_ms * interval '1 millisecond')
+  FROM unnest($1::uuid[], $2::float8[]) AS x(id, hold_ms)
+ WHERE c.id = x.id AND c.status = 'pending'`;
+const HOLD_OFF_BATCH = 1000;
+
+interface HoldOffRequest {
+  id: string;
+  holdMs: number;
+}
+
 interface ClaimRequest {
   id: string;
   leaseMs: number;
@@ -84,6 +102,7 @@ interface RecordRequest {
 export class CallbackStore {
   readonly #claims: Coalescer<ClaimRequest, CallbackClaim>;
   readonly #records: Coalescer<RecordRequest, void>;
+  readonly #holdOffs: Coalescer<HoldOffRequest, void>;
 
   /** @param leases a pool with asynchronous commit (see createAsyncCommitPool), for claims and attempt records */
   constructor(
@@ -92,6 +111,21 @@ export class CallbackStore {
   ) {
     this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), { maxBatch: CLAIM_BATCH, maxInFlight: IN_FLIGHT });
     this.#records = new Coalescer((reqs) => this.#recordBatch(reqs), { maxBatch: RECORD_BATCH, maxInFlight: IN_FLIGHT });
+    this.#holdOffs = new Coalescer((reqs) => this.#holdOffBatch(reqs), { maxBatch: HOLD_OFF_BATCH, flush: 'end-of-turn' });
+  }
+
+  /**
+   * Keeps the sweeper off a pending callback for `holdMs`, because its wake-up was handed back to
+   * the queue for that long (see HOLD_OFF_SQL).
+   */
+  holdOff(id: string, holdMs: number): Promise<void> {
+    if (!UUID.test(id)) return Promise.resolve();
+    return this.#holdOffs.call({ id: id.toLowerCase(), holdMs });
+  }
+
+  async #holdOffBatch(reqs: HoldOffRequest[]): Promise<void[]> {
+    await queryByIds(this.leases, { name: 'ens-hold-off-callbacks', text: HOLD_OFF_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.holdMs)] });
+    return reqs.map(() => undefined);
   }
 
   /** Leases a due callback for one post; a miss when it is not due, leased elsewhere or finished. */
@@ -159,29 +193,29 @@ export class CallbackStore {
     return rows;
   }
 
-  /** Puts dead letters back in the queue (by id, or all of a client's); returns the ids to wake. */
-  async replay(sel: { ids?: string[]; clientId?: string }): Promise<string[]> {
-    const { rows } = await this.db.query<{ id: string }>(
+  /** Puts dead letters back in the queue (by id, or all of a client's); returns the callbacks to wake. */
+  async replay(sel: { ids?: string[]; clientId?: string }): Promise<CallbackWakeup[]> {
+    const { rows } = await this.db.query<CallbackWakeup>(
       `UPDATE callbacks SET status = 'pending', next_attempt_at = now(), lease_until = NULL, attempt_base = attempts, updated_at = now()
         WHERE status = 'dead' AND ($1::uuid[] IS NULL OR id = ANY($1)) AND ($2::text IS NULL OR client_id = $2)
-       RETURNING id`,
+       RETURNING id, client_id AS "clientId"`,
       [sel.ids ?? null, sel.clientId ?? null],
     );
-    return rows.map((r) => r.id);
+    return rows;
   }
 
   /** Pending callbacks whose wake-up was lost; pushes their due time by the grace (see DeliveryStore.takeOverdue). */
-  async takeOverdue(graceMs: number, limit: number): Promise<string[]> {
-    const { rows } = await this.db.query<{ id: string }>(
+  async takeOverdue(graceMs: number, limit: number): Promise<CallbackWakeup[]> {
+    const { rows } = await this.db.query<CallbackWakeup>(
       `UPDATE callbacks SET swept_at = now()
         WHERE id IN (SELECT id FROM callbacks
                       WHERE status = 'pending' AND next_attempt_at < now() - $1 * interval '1 millisecond'
                         AND (lease_until IS NULL OR lease_until < now())
                         AND (swept_at IS NULL OR swept_at < now() - $1 * interval '1 millisecond')
                       ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING id`,
+       RETURNING id, client_id AS "clientId"`,
       [graceMs, limit],
     );
-    return rows.map((r) => r.id);
+    return rows;
   }
 }

@@ -5,7 +5,7 @@ import { newId } from '../ids.ts';
 import { serialiseCallback } from '../schemas/callback-payload.ts';
 import type { Channel } from '../schemas/channel.ts';
 import type { CallbackPayload } from '../schemas/delivery.ts';
-import type { SendWakeup } from '../nats/wakeups.ts';
+import type { CallbackWakeup, SendWakeup } from '../nats/wakeups.ts';
 import { formatTimestamp } from '../timestamps.ts';
 
 /** What a worker holds after claiming a delivery for one attempt. */
@@ -296,7 +296,7 @@ export class DeliveryStore {
    * names. Timestamps only ever move forward from null: the first report of each kind wins, a read
    * implies delivered, and reports arriving out of order cannot undo one another.
    */
-  async applyStatusReport(r: StatusReport): Promise<{ deliveryId: string; changed: boolean; callbackId: string | null } | null> {
+  async applyStatusReport(r: StatusReport): Promise<{ deliveryId: string; changed: boolean; callback: CallbackWakeup | null } | null> {
     return inTransaction(this.db, async (c) => {
       const found = await c.query<{ id: string; status: string; channel: Channel }>(
         'SELECT id, status, channel FROM deliveries WHERE provider = $1 AND provider_message_id = $2 FOR UPDATE',
@@ -306,10 +306,10 @@ export class DeliveryStore {
       if (!row) return null;
       const at = formatTimestamp(r.at);
       await c.query('INSERT INTO delivery_events (delivery_id, kind, occurred_at, detail) VALUES ($1, $2, $3, $4)', [row.id, r.kind, at, r.error ?? null]);
-      if (row.status !== 'sent') return { deliveryId: row.id, changed: false, callbackId: null };
+      if (row.status !== 'sent') return { deliveryId: row.id, changed: false, callback: null };
       // The spec fills delivered_at and read_at for whatsapp only; other channels' receipts (an
       // SMS delivery receipt) are kept as events, and only a failure changes their delivery.
-      if (r.kind !== 'failed' && row.channel !== 'whatsapp') return { deliveryId: row.id, changed: false, callbackId: null };
+      if (r.kind !== 'failed' && row.channel !== 'whatsapp') return { deliveryId: row.id, changed: false, callback: null };
       if (r.kind !== 'failed') {
         const upd = await c.query(
           `UPDATE deliveries SET delivered_at = coalesce(delivered_at, $2::timestamptz),
@@ -318,7 +318,7 @@ export class DeliveryStore {
             WHERE id = $1 AND (delivered_at IS NULL OR ($3 AND read_at IS NULL))`,
           [row.id, at, r.kind === 'read'],
         );
-        return { deliveryId: row.id, changed: (upd.rowCount ?? 0) > 0, callbackId: null };
+        return { deliveryId: row.id, changed: (upd.rowCount ?? 0) > 0, callback: null };
       }
       const failed = await c.query(
         `UPDATE deliveries d SET status = 'failed', last_error = $2, version = version + 1, stamp_pending = true
@@ -330,7 +330,7 @@ export class DeliveryStore {
         [row.id, r.error ?? `${r.provider}: reported failed after sending`],
       );
       const f = failed.rows[0];
-      if (!f?.wants_callback) return { deliveryId: row.id, changed: true, callbackId: null };
+      if (!f?.wants_callback) return { deliveryId: row.id, changed: true, callback: null };
       const payload: CallbackPayload = {
         delivery_id: f.id,
         reference: f.reference,
@@ -349,7 +349,7 @@ export class DeliveryStore {
       await c.query('INSERT INTO callbacks (id, delivery_id, client_id, url, body, traceparent) VALUES ($1, $2, $3, $4, $5, $6)', [
         callbackId, f.id, f.client_id, f.callback_url, serialiseCallback(payload), f.traceparent,
       ]);
-      return { deliveryId: row.id, changed: true, callbackId };
+      return { deliveryId: row.id, changed: true, callback: { id: callbackId, clientId: f.client_id } };
     });
   }
 

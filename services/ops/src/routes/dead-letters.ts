@@ -51,7 +51,7 @@ export function deadLetterRoutes(app: FastifyInstance, deps: ConsoleDeps): void 
   const replayed = async (sel: Parameters<typeof rt.callbacks.replay>[0]): Promise<string[]> => {
     const done = await rt.callbacks.replay(sel);
     wakeCallbacks(rt.nc, done, rt.logger);
-    return done;
+    return done.map((c) => c.id);
   };
 
   app.get('/dead-letters', async (req, reply) => {
