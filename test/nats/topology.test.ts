@@ -1,7 +1,7 @@
 import t from 'tap';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
-import { CALLBACK_STREAM, ensureTopology, SEND_STREAM } from '@ens/core/internal';
+import { CALLBACK_CONSUMER, CALLBACK_STREAM, ensureTopology, SEND_STREAM } from '@ens/core/internal';
 import { startTestEngines } from '../harness/engines.ts';
 
 /**
@@ -25,6 +25,12 @@ t.test('existing streams', async (t) => {
   const consumers: string[] = [];
   for await (const c of jsm.consumers.list(SEND_STREAM)) consumers.push(c.name);
   t.same(consumers.sort(), ['email', 'push', 'sms', 'whatsapp'].flatMap((c) => [`worker-${c}`, `worker-${c}-bulk`]).sort(), 'a consumer for each lane');
+
+  // A callbacks consumer made before, with 10,000 unacknowledged allowed: wake-ups waiting for a
+  // retry counted against it, so it is raised (see test/callbacks/slow-receiver.test.ts).
+  await jsm.consumers.update(CALLBACK_STREAM, CALLBACK_CONSUMER, { max_ack_pending: 10_000 });
+  await ensureTopology(nc);
+  t.equal((await jsm.consumers.info(CALLBACK_STREAM, CALLBACK_CONSUMER)).config.max_ack_pending, 1_000_000, 'the callbacks consumer allows a million waiting');
 
   await jsm.streams.delete(CALLBACK_STREAM);
   await jsm.streams.add({ name: CALLBACK_STREAM, subjects: ['ens.callbacks.post'], retention: RetentionPolicy.Limits, storage: StorageType.File });

@@ -32,6 +32,14 @@ export const ACK_WAIT_MS = 60_000;
  * ENS_SEND_WINDOW per channel to schedule fairly, so this allows ten processes at the default window.
  */
 const SEND_MAX_ACK_PENDING = 1_000_000;
+/**
+ * The same for the callbacks consumer. JetStream counts a wake-up put back for later (a retry on
+ * ENS_CALLBACK_BACKOFF, a post deferred behind a slow receiver) as unacknowledged until it is due,
+ * and hands out nothing more once this many are: at 10,000, one client whose receiver refused
+ * 10,000 callbacks stopped every other client's callbacks until its retries came round (up to an
+ * hour). Processes hold at most 1,024 each; the rest of the allowance is for those waiting.
+ */
+const CALLBACK_MAX_ACK_PENDING = 1_000_000;
 
 /** `url` may list several servers of a cluster, comma-separated; the client fails over between them. */
 export async function connectNats(url: string, name: string): Promise<NatsConnection> {
@@ -78,7 +86,7 @@ export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<
     [CALLBACK_STREAM, CALLBACK_CONSUMER, CALLBACK_SUBJECT],
   ];
   for (const [stream, durable, filter] of consumers) {
-    const maxAckPending = stream === SEND_STREAM ? SEND_MAX_ACK_PENDING : 10_000;
+    const maxAckPending = stream === SEND_STREAM ? SEND_MAX_ACK_PENDING : CALLBACK_MAX_ACK_PENDING;
     let existing;
     try {
       existing = await jsm.consumers.info(stream, durable);
@@ -94,7 +102,7 @@ export async function ensureTopology(nc: NatsConnection, replicas = 1): Promise<
       });
       continue;
     }
-    // Send consumers made before fair delivery allowed 10,000 held wake-ups across all workers.
+    // Consumers made before allowed 10,000 held wake-ups across all processes.
     if ((existing.config.max_ack_pending ?? 0) < maxAckPending) await jsm.consumers.update(stream, durable, { max_ack_pending: maxAckPending });
   }
   return jetstream(nc);
