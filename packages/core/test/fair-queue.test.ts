@@ -1,5 +1,5 @@
 import t from 'tap';
-import { FairQueue, FairSlots, parseSendWakeup, type Flow } from '@ens/core/internal';
+import { FairQueue, FairSlots, parseCallbackWakeup, parseSendWakeup, type Flow } from '@ens/core/internal';
 
 const flow = (client: string, tenant = 't', priority = false): Flow => ({ client, tenant, priority });
 
@@ -121,4 +121,9 @@ t.test('a send wake-up carries its flow; a bare delivery id still reads', async 
   t.same(parseSendWakeup('d1 ens_a shop order shipped today'), { id: 'd1', clientId: 'ens_a', tenant: 'shop', eventType: 'order shipped today' }, 'the event type may hold spaces');
   t.same(parseSendWakeup('d1'), { id: 'd1', clientId: '', tenant: '', eventType: '' }, 'a wake-up published before flows');
   t.same(parseSendWakeup('d1 ens_a shop'), { id: 'd1', clientId: 'ens_a', tenant: 'shop', eventType: '' });
+});
+
+t.test('a callback wake-up carries its client; a bare callback id still reads', async (t) => {
+  t.same(parseCallbackWakeup('c1 ens_a'), { id: 'c1', clientId: 'ens_a' });
+  t.same(parseCallbackWakeup('c1'), { id: 'c1', clientId: '' }, 'a wake-up published before callbacks had turns');
 });
