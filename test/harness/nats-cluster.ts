@@ -26,7 +26,7 @@ export interface NatsCluster {
 /**
  * A JetStream cluster of real nats-server processes on loopback: each node with its own client
  * port, route port and store directory, routes to every other. Resolves once JetStream has a
- * meta leader, so streams can be declared at once.
+ * meta leader and every node has joined it, so streams can be declared at once.
  */
 export async function startNatsCluster(t: { teardown(fn: () => unknown): void }, size = 3): Promise<NatsCluster> {
   const dir = await mkdtemp(join(await scratchRoot(), 'ens-nats-cluster-'));
@@ -51,6 +51,16 @@ export async function startNatsCluster(t: { teardown(fn: () => unknown): void },
   try {
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     await waitFor(async () => jsm.getAccountInfo().then(() => true, () => false), 30_000, 'the JetStream meta leader');
+    // A meta leader can answer before every node has joined it; a stream on all of them can then be
+    // refused (CI saw ENS's first stream declaration fail so). A probe stream on every node proves
+    // they all have.
+    const probe = `ENS_TEST_PROBE_${process.pid}`;
+    await waitFor(
+      async () => jsm.streams.add({ name: probe, subjects: [`ens.test.probe.${process.pid}`], num_replicas: size }).then(() => true, () => false),
+      30_000,
+      `a stream on all ${size} nodes`,
+    );
+    await jsm.streams.delete(probe);
   } finally {
     await nc.close();
   }
