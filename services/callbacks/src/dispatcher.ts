@@ -6,7 +6,7 @@ import {
 } from '@ens/core/internal';
 import { postCallback } from './delivery/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
-import { PostDeferred, PostSlots, SlotsClosedError } from './post-slots.ts';
+import { PostDeferred, PostSlots, SlotsClosedError, type ReceiverTimer } from './post-slots.ts';
 
 /** Posts in flight at once. */
 const POST_SLOTS = 256;
@@ -93,7 +93,7 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) 
       wakeup.id,
       wakeup.clientId,
       m,
-      async (): Promise<Exclude<CallbackClaim, ClaimedCallback> | { claim: ClaimedCallback; result: PostResult; signed: boolean }> => {
+      async (receiver): Promise<Exclude<CallbackClaim, ClaimedCallback> | { claim: ClaimedCallback; result: PostResult; signed: boolean }> => {
         const claim = await rt.callbacks.claim(wakeup.id, leaseMs);
         if ('miss' in claim) return claim;
         const rawBody = Buffer.from(claim.body, 'utf8');
@@ -102,6 +102,7 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) 
         // The post's own span, and its traceparent on the request: the receiver's handler joins the trace as its child.
         const span = startCallbackPostSpan(claim);
         const traceparent = span && traceparentOf(span);
+        receiver.begin();
         const out = await postCallback({
           url: claim.url,
           rawBody,
@@ -149,7 +150,7 @@ function handBack(rt: Runtime, m: JsMsg, callbackId: string, delayMs: number): v
  * at once when the role is stopping (for another process), after its expected wait when the slots
  * handed it back. Returns undefined then.
  */
-async function inPostSlot<T>(rt: Runtime, slots: PostSlots, callbackId: string, client: string, m: JsMsg, fn: () => Promise<T>): Promise<T | undefined> {
+async function inPostSlot<T>(rt: Runtime, slots: PostSlots, callbackId: string, client: string, m: JsMsg, fn: (receiver: ReceiverTimer) => Promise<T>): Promise<T | undefined> {
   try {
     return await slots.run(client, fn);
   } catch (err) {

@@ -50,6 +50,11 @@ export interface PostSlotsOptions {
   maxDeferMs: number;
 }
 
+/** Marks where a post starts to depend on its receiver (see PostSlots.run). */
+export interface ReceiverTimer {
+  begin(): void;
+}
+
 interface Waiter {
   client: string;
   resolve: () => void;
@@ -98,19 +103,31 @@ export class PostSlots {
    * Runs fn in a slot once the client's turn comes, and frees the slot when fn settles. Rejects,
    * without running fn, with SlotsClosedError when the slots close first, or with PostDeferred
    * when `deferParked` hands the waiting post back.
+   *
+   * fn calls `receiver.begin()` when it starts the part that depends on the receiver (the HTTP
+   * request); from then until fn settles is the post's duration. What comes before (the claim in
+   * PostgreSQL) is not the receiver's: a slow database must not make every receiver look slow.
    */
-  async run<T>(client: string, fn: () => Promise<T>): Promise<T> {
+  async run<T>(client: string, fn: (receiver: ReceiverTimer) => Promise<T>): Promise<T> {
     await this.#acquire(client);
     const st = this.#state(client);
     // An object per post: two posts may start at the same performance.now().
-    const post = { t0: performance.now() };
-    st.started.add(post);
+    let post: { t0: number } | undefined;
+    const receiver: ReceiverTimer = {
+      begin() {
+        if (post) return;
+        post = { t0: performance.now() };
+        st.started.add(post);
+      },
+    };
     try {
-      return await fn();
+      return await fn(receiver);
     } finally {
-      const ms = performance.now() - post.t0;
-      st.started.delete(post);
-      st.postMs = st.postMs === undefined ? ms : st.postMs + EWMA_NEW * (ms - st.postMs);
+      if (post) {
+        const ms = performance.now() - post.t0;
+        st.started.delete(post);
+        st.postMs = st.postMs === undefined ? ms : st.postMs + EWMA_NEW * (ms - st.postMs);
+      }
       this.#release(st);
     }
   }

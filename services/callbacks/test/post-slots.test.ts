@@ -7,6 +7,13 @@ const slotsOf = (size: number, perClient: number, slow: Partial<PostSlotsOptions
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Runs fn in a slot as a post whose receiver's part is all of fn. */
+const posting = <T>(slots: PostSlots, client: string, fn: () => Promise<T>) =>
+  slots.run(client, (receiver) => {
+    receiver.begin();
+    return fn();
+  });
+
 /** A post that runs until `finish` is called. */
 function gate(): { wait: Promise<void>; finish: () => void } {
   let finish!: () => void;
@@ -19,7 +26,7 @@ t.test('one client holds at most its share; another client starts at once beside
   const started: string[] = [];
   const g = gate();
   const post = (client: string, n: number) =>
-    slots.run(client, async () => {
+    posting(slots, client, async () => {
       started.push(`${client}${n}`);
       await g.wait;
     });
@@ -37,7 +44,7 @@ t.test('waiting posts of different clients take free slots in turn', async (t) =
   const slots = slotsOf(1, 1);
   const order: string[] = [];
   const post = (client: string, n: number) =>
-    slots.run(client, async () => {
+    posting(slots, client, async () => {
       order.push(`${client}${n}`);
       await pause(1);
     });
@@ -49,17 +56,17 @@ t.test('waiting posts of different clients take free slots in turn', async (t) =
 
 t.test('a post that throws gives its slot back', async (t) => {
   const slots = slotsOf(1, 1);
-  await t.rejects(slots.run('a', async () => { throw new Error('receiver gone'); }), /receiver gone/);
-  t.equal(await slots.run('a', async () => 'next'), 'next');
+  await t.rejects(posting(slots, 'a', async () => { throw new Error('receiver gone'); }), /receiver gone/);
+  t.equal(await posting(slots, 'a', async () => 'next'), 'next');
 });
 
 t.test('an arrival is handed back only behind its own client\'s slow posts, for about its wait, spread out', async (t) => {
   const slots = slotsOf(8, 2, { slowPostMs: 20, maxWaitMs: 100 });
   t.equal(slots.deferral('a'), 0, 'an unknown client waits for nothing');
   const g = gate();
-  const running = [slots.run('a', () => g.wait), slots.run('a', () => g.wait)];
+  const running = [posting(slots, 'a', () => g.wait), posting(slots, 'a', () => g.wait)];
   t.equal(slots.deferral('a'), 0, 'posts that have just started are not slow');
-  const parked = [slots.run('a', async () => {}), slots.run('a', async () => {})];
+  const parked = [posting(slots, 'a', async () => {}), posting(slots, 'a', async () => {})];
   await pause(60);
   // Two parked posts fill one round of a's share; an arrival waits for a second round of posts
   // about 60 ms old (none has ended, so their age is the estimate): about 120 ms, over 100.
@@ -78,7 +85,7 @@ t.test('an arrival is handed back only behind its own client\'s slow posts, for 
 t.test('a handed-back post is kept out for at most maxDeferMs', async (t) => {
   const slots = slotsOf(4, 1, { slowPostMs: 10, maxWaitMs: 10, maxDeferMs: 50 });
   const g = gate();
-  const running = slots.run('a', () => g.wait);
+  const running = posting(slots, 'a', () => g.wait);
   await pause(40);
   const delays = Array.from({ length: 20 }, () => slots.deferral('a'));
   t.ok(delays.every((d) => d > 0 && d <= 50), `each at most 50 ms (${delays.join(', ')})`);
@@ -86,11 +93,31 @@ t.test('a handed-back post is kept out for at most maxDeferMs', async (t) => {
   await running;
 });
 
+t.test('only the receiver\'s part counts: a slow claim before it does not make a client slow', async (t) => {
+  const slots = slotsOf(4, 1, { slowPostMs: 20, maxWaitMs: 10 });
+  const g = gate();
+  const running = slots.run('a', async (receiver) => {
+    await g.wait; // the claim, say, held up by the database
+    receiver.begin();
+  });
+  await pause(60);
+  t.equal(slots.deferral('a'), 0, 'not slow while the receiver has not been asked');
+  g.finish();
+  await running;
+  const r = slots.run('a', async (receiver) => {
+    receiver.begin();
+    await pause(40);
+  });
+  await pause(30);
+  t.ok(slots.deferral('a') > 10, 'slow once the receiver itself takes long');
+  await r;
+});
+
 t.test('a client whose posts are quick is never handed back, however many wait', async (t) => {
   const slots = slotsOf(8, 2, { slowPostMs: 1_000, maxWaitMs: 10 });
   const g = gate();
-  const running = [slots.run('a', () => g.wait), slots.run('a', () => g.wait)];
-  const parked = Array.from({ length: 50 }, () => slots.run('a', async () => {}));
+  const running = [posting(slots, 'a', () => g.wait), posting(slots, 'a', () => g.wait)];
+  const parked = Array.from({ length: 50 }, () => posting(slots, 'a', async () => {}));
   await pause(60);
   t.equal(slots.deferral('a'), 0, '60 ms posts are not slow');
   t.equal(slots.deferParked(), 0, 'none of the parked handed back');
@@ -102,9 +129,9 @@ t.test('a client whose posts are quick is never handed back, however many wait',
 t.test('deferParked hands back the parked posts that would wait too long, the nearest kept', async (t) => {
   const slots = slotsOf(8, 2, { slowPostMs: 20, maxWaitMs: 100 });
   const g = gate();
-  const running = [slots.run('a', () => g.wait), slots.run('a', () => g.wait)];
+  const running = [posting(slots, 'a', () => g.wait), posting(slots, 'a', () => g.wait)];
   const ran: number[] = [];
-  const parked = [1, 2, 3, 4, 5].map((n) => slots.run('a', async () => void ran.push(n)));
+  const parked = [1, 2, 3, 4, 5].map((n) => posting(slots, 'a', async () => void ran.push(n)));
   const outcomes = Promise.allSettled(parked);
   await pause(60);
   // Positions 0–1 are one round away (~60 ms), 2–3 two rounds, 4 three rounds.
