@@ -62,8 +62,6 @@ interface Waiter {
 }
 
 interface ClientState {
-  /** Posts of this client holding a slot. */
-  running: number;
   /** Posts of this client holding a slot or in the fair queue for one: at most perClient. */
   admitted: number;
   /** Posts waiting behind the client's own share, in arrival order. */
@@ -141,7 +139,7 @@ export class PostSlots {
     const st = this.#clients.get(client);
     if (!st || st.admitted < this.#o.perClient) return 0;
     const now = performance.now();
-    const wait = this.#waitAt(st, st.parked.length + this.#handedBackCount(st, now), now);
+    const wait = this.#waitAt(this.#perPost(st, now), st.parked.length + this.#handedBackCount(st, now));
     return wait > this.#o.maxWaitMs ? this.#handBack(st, wait, now) : 0;
   }
 
@@ -154,12 +152,15 @@ export class PostSlots {
     const now = performance.now();
     let n = 0;
     for (const st of this.#clients.values()) {
-      let keep = st.parked.length;
-      while (keep > 0 && this.#waitAt(st, keep - 1, now) > this.#o.maxWaitMs) keep--;
-      if (keep === st.parked.length) continue;
+      if (st.parked.length === 0) continue;
+      const perPost = this.#perPost(st, now);
+      // The parked within maxWaitMs are the first whole rounds of the client's share that fit in it.
+      if (perPost === 0 || perPost < this.#o.slowPostMs) continue;
+      const keep = Math.floor(this.#o.maxWaitMs / perPost) * this.#o.perClient;
+      if (keep >= st.parked.length) continue;
       const ahead = keep + this.#handedBackCount(st, now);
       const back = st.parked.splice(keep);
-      back.forEach((w, i) => w.reject(new PostDeferred(this.#handBack(st, this.#waitAt(st, ahead + i, now), now))));
+      back.forEach((w, i) => w.reject(new PostDeferred(this.#handBack(st, this.#waitAt(perPost, ahead + i), now))));
       n += back.length;
     }
     return n;
@@ -181,15 +182,20 @@ export class PostSlots {
   }
 
   /**
-   * The wait of a post with `ahead` posts of its client before it in line: the rounds of the
-   * client's share ahead of it times its posts' duration (the moving average, or the age of its
-   * oldest running post if that is longer: a receiver that has just started to hang has no slow
-   * post finished yet). 0 when its posts are not slow.
+   * How long the client's posts take: the moving average, or the age of its oldest running post if
+   * that is longer (a receiver that has just started to hang has no slow post finished yet).
    */
-  #waitAt(st: ClientState, ahead: number, now: number): number {
+  #perPost(st: ClientState, now: number): number {
     let oldest = now;
     for (const p of st.started) oldest = Math.min(oldest, p.t0);
-    const perPost = Math.max(st.postMs ?? 0, now - oldest);
+    return Math.max(st.postMs ?? 0, now - oldest);
+  }
+
+  /**
+   * The wait of a post with `ahead` posts of its client before it in line: the rounds of the
+   * client's share ahead of it times its posts' duration. 0 when its posts are not slow.
+   */
+  #waitAt(perPost: number, ahead: number): number {
     if (perPost < this.#o.slowPostMs) return 0;
     return Math.ceil((ahead + 1) / this.#o.perClient) * perPost;
   }
@@ -218,7 +224,7 @@ export class PostSlots {
   #state(client: string): ClientState {
     let st = this.#clients.get(client);
     if (!st) {
-      st = { running: 0, admitted: 0, parked: [], started: new Set(), postMs: undefined, handedBack: [], handedBackHead: 0 };
+      st = { admitted: 0, parked: [], started: new Set(), postMs: undefined, handedBack: [], handedBackHead: 0 };
       this.#clients.set(client, st);
     }
     return st;
@@ -229,7 +235,6 @@ export class PostSlots {
     const st = this.#state(client);
     if (st.admitted < this.#o.perClient && this.#free > 0) {
       st.admitted++;
-      st.running++;
       this.#free--;
       return Promise.resolve();
     }
@@ -248,7 +253,6 @@ export class PostSlots {
   }
 
   #release(st: ClientState): void {
-    st.running--;
     st.admitted--;
     const next = st.parked.shift();
     if (next) this.#admit(st, next);
@@ -257,7 +261,6 @@ export class PostSlots {
       this.#free++;
       return;
     }
-    this.#state(w.client).running++;
     w.resolve();
   }
 }
