@@ -35,7 +35,9 @@ export type PostResult = { ok: boolean; httpStatus?: number; error?: string };
 /*
  * Claims and records are coalesced (see Coalescer): each post's handler awaits its own result,
  * while the calls that arrive during a batch in flight go to PostgreSQL as one statement. The
- * statements are named, so each connection plans them once.
+ * statements are named, so each connection plans them once; "c.id = ANY($1)" repeats each join
+ * so that that plan, even one made while the table was empty, reads only the batch's own rows (see
+ * the delivery claim in deliveries.ts).
  */
 const CLAIM_BATCH = 128;
 const RECORD_BATCH = 128;
@@ -47,7 +49,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CLAIM_SQL = `
 UPDATE callbacks c SET lease_until = now() + x.lease_ms * interval '1 millisecond', attempts = c.attempts + 1, updated_at = now()
   FROM unnest($1::uuid[], $2::float8[]) AS x(id, lease_ms)
- WHERE c.id = x.id
+ WHERE c.id = x.id AND c.id = ANY($1::uuid[])
    -- In a CASE so that rows are found by primary key, never by scanning callbacks_due (see the
    -- delivery claim in deliveries.ts).
    AND CASE WHEN c.status = 'pending' AND c.next_attempt_at <= now() AND (c.lease_until IS NULL OR c.lease_until < now()) THEN true ELSE false END
@@ -63,7 +65,7 @@ WITH u AS (
   UPDATE callbacks c SET status = x.status, lease_until = NULL, last_error = x.error, updated_at = now(),
          next_attempt_at = now() + coalesce(x.retry_ms, 0) * interval '1 millisecond'
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::float8[], $5::int[], $6::int[]) AS x(id, status, error, retry_ms, attempt, http_status)
-   WHERE c.id = x.id AND c.attempts = x.attempt
+   WHERE c.id = x.id AND c.attempts = x.attempt AND c.id = ANY($1::uuid[])
   RETURNING c.id, x.attempt, x.http_status, x.error)
 INSERT INTO callback_attempts (callback_id, number, http_status, error)
 SELECT id, attempt, http_status, error FROM u`;
@@ -77,7 +79,9 @@ SELECT id, attempt, http_status, error FROM u`;
 const HOLD_OFF_SQL = `
 UPDATE callbacks c SET swept_at = greatest(c.swept_at, now() + x.hold_ms * interval '1 millisecond')
   FROM unnest($1::uuid[], $2::float8[]) AS x(id, hold_ms)
- WHERE c.id = x.id AND c.status = 'pending'`;
+ WHERE c.id = x.id AND c.id = ANY($1::uuid[])
+   -- In a CASE so that the rows are found by primary key, never by scanning callbacks_due.
+   AND CASE WHEN c.status = 'pending' THEN true ELSE false END`;
 const HOLD_OFF_BATCH = 1000;
 
 interface HoldOffRequest {

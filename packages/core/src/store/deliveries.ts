@@ -79,24 +79,30 @@ WITH x AS (
   -- The claimable test sits in a CASE so that the planner cannot use it to pick deliveries_due (a
   -- partial index on pending rows): that index holds an entry for every row that was pending since
   -- the last vacuum, and scanning it costs the whole backlog. Rows are found by primary key only.
+  -- "= ANY($1)" repeats the join for the planner: the session keeps one generic plan, possibly made
+  -- while the tables were empty, and with it any plan reads only the batch's own rows
+  -- (hot-statement-plans.test.ts: without it, every claim read all of attempts).
   UPDATE deliveries d SET lease_until = now() + x.lease_ms * interval '1 millisecond', attempts = d.attempts + 1,
          version = d.version + 1
     FROM x
-   WHERE d.id = x.id
+   WHERE d.id = x.id AND d.id = ANY($1::uuid[])
      AND CASE WHEN d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) THEN true ELSE false END
   RETURNING d.id, d.version, d.attempts, d.client_id, d.handoff_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, x.provider
 ), started AS (
   INSERT INTO attempts (delivery_id, number, provider) SELECT id, attempts, provider FROM c
 ), lost AS (
   UPDATE attempts a SET outcome = 'lost', finished_at = now(), error = 'worker stopped during the attempt'
-    FROM c WHERE a.delivery_id = c.id AND a.outcome IS NULL
+    FROM c WHERE a.delivery_id = c.id AND a.delivery_id = ANY($1::uuid[]) AND a.outcome IS NULL
 )
 SELECT c.id, c.version, c.attempts, c.client_id, c.handoff_id, c.tenant, c.event_type, c.reference, c.channel, c.recipient,
-       h.messages -> c.channel AS content, h.callback_url, h.traceparent, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
-       (h.callback_url IS NOT NULL AND cl.callback_secret_enc IS NOT NULL) AS wants_callback
-  FROM c JOIN handoffs h ON h.id = c.handoff_id
-  JOIN clients cl ON cl.id = c.client_id
-  LEFT JOIN tenants t ON t.client_id = c.client_id AND t.id = c.tenant`;
+       h.content, h.callback_url, h.traceparent, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
+       (h.callback_url IS NOT NULL AND cl.has_secret) AS wants_callback
+  FROM c
+  -- Each claimed row's handoff, client and tenant, looked up by key: OFFSET 0 keeps each lookup a
+  -- subquery run per row, so no plan (a generic one made while the tables were empty) can scan them.
+  CROSS JOIN LATERAL (SELECT h.messages -> c.channel AS content, h.callback_url, h.traceparent FROM handoffs h WHERE h.id = c.handoff_id OFFSET 0) h
+  CROSS JOIN LATERAL (SELECT cl.callback_secret_enc IS NOT NULL AS has_secret FROM clients cl WHERE cl.id = c.client_id OFFSET 0) cl
+  LEFT JOIN LATERAL (SELECT t.settings FROM tenants t WHERE t.client_id = c.client_id AND t.id = c.tenant OFFSET 0) t ON true`;
 
 const CLAIM_MISS_SQL = `
 SELECT id, status, greatest(0, extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS due_ms,

@@ -1,0 +1,136 @@
+import t from 'tap';
+import { randomUUID } from 'node:crypto';
+import { CallbackStore, DeliveryStore, migrate } from '@ens/core';
+import { createPool, type Db } from '@ens/core/internal';
+import { startTestEngines } from '../../../test/harness/engines.ts';
+
+/*
+ * The hot statements (a delivery's claim and outcome, a callback's claim, record and hold-off) are
+ * named, so each session prepares them once, and after five runs PostgreSQL may keep one generic
+ * plan for all later runs, made for the tables as they were then. On an empty record (a new
+ * install; the bench's cleared one) those plans walked whole tables for every batch and went on
+ * doing so as the tables grew: 200–900 ms for a batch of 64 at 25,000 rows against 1–3 ms for a plan
+ * made at that size (the delivery claim read all of attempts, the hold-off all pending callbacks).
+ * The claims and the callback statements are written so that any plan reaches their rows only
+ * through the batch's own keys; the outcome's kept plan does so as written, and is checked too.
+ */
+
+const GROWN = 25_000;
+const BATCH = 64;
+const CLIENT = 'plans';
+
+/** A PostgreSQL array literal of the values (null as NULL), for EXECUTE's untyped arguments. */
+function arrayLiteral(values: readonly unknown[]): string {
+  const items = values.map((v) => (v === null ? 'NULL' : `"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`));
+  return `'${`{${items.join(',')}}`.replace(/'/g, "''")}'`;
+}
+
+interface ScanRead {
+  node: string;
+  rows: number;
+}
+
+/**
+ * Runs the statement's kept plan once on this session (rolled back) and returns, for each scan of
+ * a table or index in it, the rows it read in all its loops (returned and filtered out).
+ */
+async function scansOf(pool: Db, name: string, args: unknown[][]): Promise<{ scans: ScanRead[]; generic: number; plan: string }> {
+  const c = await pool.connect();
+  try {
+    await c.query('BEGIN');
+    const { rows } = await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE) EXECUTE "${name}"(${args.map(arrayLiteral).join(', ')})`);
+    await c.query('ROLLBACK');
+    const lines = rows.map((r) => r['QUERY PLAN']);
+    const scans: ScanRead[] = [];
+    let last: { node: string; rows: number; loops: number } | undefined;
+    const close = () => last && scans.push({ node: last.node, rows: last.rows * last.loops });
+    for (const line of lines) {
+      const node = /((?:Seq|Index|Index Only|Bitmap Heap|Bitmap Index) Scan(?: using \S+)? on \S+)/.exec(line);
+      const actual = /actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)/.exec(line);
+      if (node && actual) {
+        close();
+        last = { node: node[1]!, rows: Number(actual[1]), loops: Number(actual[2]) };
+      } else if (actual) {
+        close();
+        last = undefined;
+      }
+      // Shown per loop, like rows.
+      const removed = /Rows Removed by (?:Filter|Index Recheck): (\d+)/.exec(line);
+      if (removed && last) last.rows += Number(removed[1]);
+    }
+    close();
+    const ps = await c.query<{ generic: number }>('SELECT generic_plans::int AS generic FROM pg_prepared_statements WHERE name = $1', [name]);
+    return { scans, generic: ps.rows[0]?.generic ?? 0, plan: lines.join('\n') };
+  } finally {
+    c.release();
+  }
+}
+
+t.test('a hot statement first run on an empty record still reaches only its batch once the record has grown', async (t) => {
+  const engines = await startTestEngines(t);
+  const db = createPool(engines.databaseUrl, { max: 2 });
+  // One session each, as a process's sessions are: the statements are prepared there and stay.
+  const leases = createPool(engines.databaseUrl, { max: 1, byIds: true, asyncCommit: true });
+  const keyed = createPool(engines.databaseUrl, { max: 1, byIds: true });
+  t.teardown(async () => {
+    await Promise.all([db.end(), leases.end(), keyed.end()]);
+  });
+  await migrate(db);
+  await db.query('VACUUM ANALYZE');
+  await db.query(`INSERT INTO clients (id, name, secret_hash) VALUES ($1, 'plans', 'x')`, [CLIENT]);
+  await db.query(`INSERT INTO tenants (client_id, id) VALUES ($1, 't')`, [CLIENT]);
+  const deliveries = new DeliveryStore(db, { leases, keyed });
+  const callbacks = new CallbackStore(db, leases);
+
+  // A new install's first sends and callbacks, one at a time.
+  for (let i = 0; i < 8; i++) {
+    const handoff = randomUUID();
+    const delivery = randomUUID();
+    const callback = randomUUID();
+    await db.query(`INSERT INTO handoffs (id, client_id, tenant, event_type, messages) VALUES ($1, $2, 't', 'e', '{"sms":{"body":"x"}}')`, [handoff, CLIENT]);
+    await db.query(`INSERT INTO deliveries (id, handoff_id, client_id, tenant, event_type, channel, recipient) VALUES ($1, $2, $3, 't', 'e', 'sms', '+15550000000')`, [delivery, handoff, CLIENT]);
+    const claimed = await deliveries.claim(delivery, 'sandbox', 30_000);
+    if ('reason' in claimed) throw new Error(`claim missed: ${claimed.reason}`);
+    // An outcome whose lease ran out (its version moved on) changes nothing; then the real one.
+    await deliveries.finish({ ...claimed, version: claimed.version + 1 }, { outcome: 'sent', provider: 'sandbox', providerMessageId: `m${i}` });
+    await deliveries.finish(claimed, { outcome: 'sent', provider: 'sandbox', providerMessageId: `m${i}` });
+    await db.query(`INSERT INTO callbacks (id, delivery_id, client_id, url, body) VALUES ($1, $2, $3, 'http://receiver.test/', '{}')`, [callback, delivery, CLIENT]);
+    await callbacks.holdOff(callback, 1);
+    const cb = await callbacks.claim(callback, 30_000);
+    if ('miss' in cb) throw new Error(`callback claim missed: ${cb.miss}`);
+    await callbacks.record(cb, { ok: true, httpStatus: 200 }, null);
+  }
+
+  // The record grows, with no ANALYZE in between (autovacuum and the statistics job come later), on
+  // a session of its own: the priming session's foreign-key checks kept plans of their own.
+  const grow = createPool(engines.databaseUrl, { max: 1 });
+  t.teardown(() => grow.end());
+  await grow.query(`INSERT INTO handoffs (id, client_id, tenant, event_type, messages) SELECT gen_random_uuid(), $1, 't', 'grown', '{"sms":{"body":"x"}}' FROM generate_series(1, ${GROWN})`, [CLIENT]);
+  await grow.query(`
+    INSERT INTO deliveries (id, handoff_id, client_id, tenant, event_type, channel, recipient, attempts)
+    SELECT gen_random_uuid(), id, client_id, 't', 'grown', 'sms', '+15550000000', 1 FROM handoffs WHERE event_type = 'grown'`);
+  await grow.query(`INSERT INTO attempts (delivery_id, number, provider) SELECT id, 1, 'sandbox' FROM deliveries WHERE event_type = 'grown'`);
+  await grow.query(`INSERT INTO callbacks (id, delivery_id, client_id, url, body) SELECT gen_random_uuid(), id, client_id, 'http://receiver.test/', '{}' FROM deliveries WHERE event_type = 'grown'`);
+  const batch = (await db.query<{ id: string; version: number }>(`SELECT id, version FROM deliveries WHERE event_type = 'grown' ORDER BY random() LIMIT ${BATCH}`)).rows;
+  const ids = batch.map((r) => r.id);
+  const cbIds = (await db.query<{ id: string }>(`SELECT id FROM callbacks WHERE status = 'pending' ORDER BY random() LIMIT ${BATCH}`)).rows.map((r) => r.id);
+  const each = <T>(ids: string[], v: T) => ids.map(() => v);
+
+  const statements: [string, Db, unknown[][]][] = [
+    ['ens-claim-deliveries', leases, [ids, each(ids, 'sandbox'), each(ids, 30_000)]],
+    ['ens-finish-deliveries', keyed, [
+      ids, batch.map((r) => r.version), each(ids, 'sent'), each(ids, 'sandbox'), each(ids, 'm'), each(ids, new Date().toISOString()), each(ids, null),
+      each(ids, 0), each(ids, 'sent'), each(ids, 1), each(ids, null), each(ids, CLIENT), each(ids, null), each(ids, null), each(ids, null),
+    ]],
+    ['ens-claim-callbacks', leases, [cbIds, each(cbIds, 30_000)]],
+    ['ens-record-callbacks', leases, [cbIds, each(cbIds, 'delivered'), each(cbIds, null), each(cbIds, 0), each(cbIds, 0), each(cbIds, 200)]],
+    ['ens-hold-off-callbacks', leases, [cbIds, each(cbIds, 1000)]],
+  ];
+  for (const [name, pool, args] of statements) {
+    const r = await scansOf(pool, name, args);
+    t.ok(r.generic > 0, `${name} runs the plan it kept from the empty record (${r.generic} generic runs)`);
+    // Each id of the batch looked up once per table: a few rows each, never a walk of 25,000.
+    const widest = r.scans.reduce((a, s) => (s.rows > a.rows ? s : a), { node: 'none', rows: 0 });
+    t.ok(r.scans.length > 0 && widest.rows <= 2 * BATCH, `${name}: for a batch of ${BATCH}, the widest scan read ${widest.rows} rows (${widest.node}):\n${r.plan}`);
+  }
+});
