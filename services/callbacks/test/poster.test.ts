@@ -137,6 +137,30 @@ t.test('a server that never answers times out', async (t) => {
   t.equal(srv.received.length, 1, 'the request itself was sent');
 });
 
+t.test('a response body that never ends is cut at the deadline: the 2xx still counts', async (t) => {
+  const srv = await startServer(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('partial');
+  });
+  const started = Date.now();
+  const out = await postCallback({ url: `${srv.base}/cb`, rawBody, headers: {}, timeoutMs: 300, allowPrivate: true });
+  const elapsed = Date.now() - started;
+  t.same(out, { outcome: 'delivered', status: 200 });
+  t.ok(elapsed >= 290 && elapsed < 3000, `returned at the deadline, after ${elapsed} ms`);
+});
+
+t.test('a deadline that passes while the answer is read fails the post, however the wait ends', async (t) => {
+  // Headers after the deadline: the request is aborted, not left waiting for them.
+  const srv = await startServer(t, (_req, res) => setTimeout(() => res.writeHead(200).end('ok'), 1_000));
+  const out = await postCallback({ url: `${srv.base}/cb`, rawBody, headers: {}, timeoutMs: 150, allowPrivate: true });
+  t.same(out, { outcome: 'failed', error: 'timeout after 150 ms' });
+  // Posts after many timed-out ones still work: nothing of the deadlines is left behind.
+  const ok = await startServer(t, (_req, res) => res.writeHead(204).end());
+  for (let i = 0; i < 20; i++) {
+    t.same(await postCallback({ url: `${ok.base}/cb`, rawBody, headers: {}, timeoutMs: 2000, allowPrivate: true }), { outcome: 'delivered', status: 204 });
+  }
+});
+
 t.test('a slow DNS answer counts against the deadline', async (t) => {
   const lookup: LookupAll = () => new Promise(() => {});
   const out = await postCallback({
