@@ -1,6 +1,6 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { CallbackStore, DeliveryStore, migrate } from '@ens/core';
+import { acceptHandoff, CallbackStore, DeliveryStore, migrate, type AcceptInput } from '@ens/core';
 import { createPool, type Db } from '@ens/core/internal';
 import { startTestEngines } from '../../../test/harness/engines.ts';
 
@@ -13,6 +13,9 @@ import { startTestEngines } from '../../../test/harness/engines.ts';
  * made at that size (the delivery claim read all of attempts, the hold-off all pending callbacks).
  * The claims and the callback statements are written so that any plan reaches their rows only
  * through the batch's own keys; the outcome's kept plan does so as written, and is checked too.
+ * The accept's function kept such plans too: its replay lookup hashed all of idempotency_keys for
+ * every batch, and the foreign-key check of every new delivery scanned all of handoffs (25,072 and
+ * 25,009 rows at this size); it now plans its statements as lookups by key.
  */
 
 const GROWN = 25_000;
@@ -31,6 +34,34 @@ interface ScanRead {
 }
 
 /**
+ * For each scan of a table or index in an EXPLAIN ANALYZE plan's lines, the rows it read in all
+ * its loops (returned and filtered out).
+ */
+function scansIn(lines: readonly string[]): ScanRead[] {
+  const scans: ScanRead[] = [];
+  let last: { node: string; rows: number; loops: number } | undefined;
+  const close = () => last && scans.push({ node: last.node, rows: last.rows * last.loops });
+  for (const line of lines) {
+    const node = /((?:Seq|Index|Index Only|Bitmap Heap|Bitmap Index) Scan(?: using \S+)? on \S+)/.exec(line);
+    const actual = /actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)/.exec(line);
+    if (node && actual) {
+      close();
+      last = { node: node[1]!, rows: Number(actual[1]), loops: Number(actual[2]) };
+    } else if (actual) {
+      close();
+      last = undefined;
+    }
+    // Shown per loop, like rows.
+    const removed = /Rows Removed by (?:Filter|Index Recheck): (\d+)/.exec(line);
+    if (removed && last) last.rows += Number(removed[1]);
+  }
+  close();
+  return scans;
+}
+
+const widestOf = (scans: readonly ScanRead[]): ScanRead => scans.reduce((a, s) => (s.rows > a.rows ? s : a), { node: 'none', rows: 0 });
+
+/**
  * Runs the statement's kept plan once on this session (rolled back) and returns, for each scan of
  * a table or index in it, the rows it read in all its loops (returned and filtered out).
  */
@@ -41,24 +72,7 @@ async function scansOf(pool: Db, name: string, args: unknown[][]): Promise<{ sca
     const { rows } = await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE) EXECUTE "${name}"(${args.map(arrayLiteral).join(', ')})`);
     await c.query('ROLLBACK');
     const lines = rows.map((r) => r['QUERY PLAN']);
-    const scans: ScanRead[] = [];
-    let last: { node: string; rows: number; loops: number } | undefined;
-    const close = () => last && scans.push({ node: last.node, rows: last.rows * last.loops });
-    for (const line of lines) {
-      const node = /((?:Seq|Index|Index Only|Bitmap Heap|Bitmap Index) Scan(?: using \S+)? on \S+)/.exec(line);
-      const actual = /actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)/.exec(line);
-      if (node && actual) {
-        close();
-        last = { node: node[1]!, rows: Number(actual[1]), loops: Number(actual[2]) };
-      } else if (actual) {
-        close();
-        last = undefined;
-      }
-      // Shown per loop, like rows.
-      const removed = /Rows Removed by (?:Filter|Index Recheck): (\d+)/.exec(line);
-      if (removed && last) last.rows += Number(removed[1]);
-    }
-    close();
+    const scans = scansIn(lines);
     const ps = await c.query<{ generic: number }>('SELECT generic_plans::int AS generic FROM pg_prepared_statements WHERE name = $1', [name]);
     return { scans, generic: ps.rows[0]?.generic ?? 0, plan: lines.join('\n') };
   } finally {
@@ -130,7 +144,60 @@ t.test('a hot statement first run on an empty record still reaches only its batc
     const r = await scansOf(pool, name, args);
     t.ok(r.generic > 0, `${name} runs the plan it kept from the empty record (${r.generic} generic runs)`);
     // Each id of the batch looked up once per table: a few rows each, never a walk of 25,000.
-    const widest = r.scans.reduce((a, s) => (s.rows > a.rows ? s : a), { node: 'none', rows: 0 });
+    const widest = widestOf(r.scans);
     t.ok(r.scans.length > 0 && widest.rows <= 2 * BATCH, `${name}: for a batch of ${BATCH}, the widest scan read ${widest.rows} rows (${widest.node}):\n${r.plan}`);
+  }
+});
+
+/**
+ * The same for the accept (ens_accept_batch), whose statements are planned once per session by
+ * PL/pgSQL, and for the foreign-key checks its inserts run. Their plans cannot be run by name, so
+ * auto_explain reports them, with the rows each scan read, as notices on the session itself.
+ */
+t.test('the accept first run on an empty record still reaches only its batch once the record has grown', async (t) => {
+  const engines = await startTestEngines(t);
+  const db = createPool(engines.databaseUrl, { max: 2 });
+  // The accepting session: one, as each of a process's sessions is.
+  const accepts = createPool(engines.databaseUrl, { max: 1 });
+  const notices: string[] = [];
+  accepts.on('connect', (c) => c.on('notice', (n) => notices.push(n.message ?? '')));
+  t.teardown(async () => {
+    await Promise.all([db.end(), accepts.end()]);
+  });
+  await migrate(db);
+  await db.query('VACUUM ANALYZE');
+  await db.query(`INSERT INTO clients (id, name, secret_hash) VALUES ($1, 'plans', 'x')`, [CLIENT]);
+  await db.query(`INSERT INTO tenants (client_id, id) VALUES ($1, 't')`, [CLIENT]);
+  const input = (key: string): AcceptInput => {
+    const handoffId = randomUUID();
+    return {
+      clientId: CLIENT, idempotencyKey: key, requestHash: 'h', responseBody: JSON.stringify({ id: handoffId }), handoffId, tenant: 't', eventType: 'e',
+      reference: null, callbackUrl: null, messages: { sms: { body: 'x' } }, deliveries: [{ id: randomUUID(), channel: 'sms', recipient: '+15550000000' }], quota: () => 0,
+    };
+  };
+
+  // A new install's first sends, one at a time.
+  for (let i = 0; i < 8; i++) await acceptHandoff(accepts, input(`first-${i}`));
+
+  // The record grows from another session, with no ANALYZE in between.
+  const grow = createPool(engines.databaseUrl, { max: 1 });
+  t.teardown(() => grow.end());
+  await grow.query(`INSERT INTO handoffs (id, client_id, tenant, event_type, messages) SELECT gen_random_uuid(), $1, 't', 'grown', '{"sms":{"body":"x"}}' FROM generate_series(1, ${GROWN})`, [CLIENT]);
+  await grow.query(`
+    INSERT INTO deliveries (id, handoff_id, client_id, tenant, event_type, channel, recipient)
+    SELECT gen_random_uuid(), id, client_id, 't', 'grown', 'sms', '+15550000000' FROM handoffs WHERE event_type = 'grown'`);
+  await grow.query(`INSERT INTO idempotency_keys (client_id, key, request_hash, response) SELECT client_id, id::text, 'h', '{}' FROM handoffs WHERE event_type = 'grown'`);
+
+  // A batch of new handoffs and one replay, explained as they run on the accepting session.
+  await accepts.query(`LOAD 'auto_explain'`);
+  for (const set of ['log_min_duration = 0', 'log_analyze = on', 'log_nested_statements = on', 'log_level = notice']) await accepts.query(`SET auto_explain.${set}`);
+  notices.length = 0;
+  const outcomes = await Promise.all([...Array.from({ length: BATCH }, (_, i) => input(`later-${i}`)), input('first-0')].map((a) => acceptHandoff(accepts, a)));
+  t.same(outcomes.map((o) => o.outcome), [...Array.from({ length: BATCH }, () => 'created'), 'replay'], 'the batch was accepted, the repeated key replayed');
+  const plans = notices.filter((n) => n.includes('actual time='));
+  t.ok(plans.length >= 5, `auto_explain reported the accept's statements (${plans.length} plans)`);
+  for (const plan of plans) {
+    const widest = widestOf(scansIn(plan.split('\n')));
+    t.ok(widest.rows <= 2 * (BATCH + 1), `the widest scan read ${widest.rows} rows (${widest.node}):\n${plan}`);
   }
 });

@@ -29,6 +29,15 @@ LANGUAGE plpgsql
 -- Plan each statement once per session: the plans do not depend on the items (every table is
 -- reached by its key), and planning them again on every call cost more than running them.
 SET plan_cache_mode = force_generic_plan
+-- ...and plan them as lookups by key, as the hot statements are (see BY_IDS_SETTINGS in pool.ts):
+-- a session keeps what it planned at its first accept, and planned on an empty record the step-5
+-- lookup hashed the whole of idempotency_keys, and the foreign-key check of each new delivery
+-- (planned here too, and kept by the session) scanned the whole of handoffs, for every batch
+-- until the next ANALYZE (packages/core/test/hot-statement-plans.test.ts; PostgreSQL's time per accept
+-- on a new record was 2-3x its time on a grown one).
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
   n         int := jsonb_array_length(p_items);
