@@ -36,7 +36,9 @@ import { ensFanout } from './fanout.ts';
 import { blastWithSingles, clearRecord, pacedSends, sharesUnderBacklogs, startLimitedTwilio, type Sender } from './fairness.ts';
 import { elapsedMs, progress } from './log.ts';
 import { memoryUnderLoad } from './memory.ts';
-import { runPeersPhase } from './peers/phase.ts';
+import { peerAccept } from './peers/measure.ts';
+import { runPeersPhase, startFastifyPg } from './peers/phase.ts';
+import { createPeersDatabase } from './peers/schema.ts';
 import { ensPipeline, rawPipeline } from './pipeline.ts';
 import { formatProfile, summariseProfiles, type ProfileSummary } from './profile.ts';
 import { fmt, ms, outcomesText, Report } from './report.ts';
@@ -229,6 +231,20 @@ async function main(): Promise<number> {
         // worker and feed roles sending in the same process. Its backlog is sent afterwards.
         progress('accept: ENS with the api role alone (worker, callbacks, feed stopped): restarting ENS');
         await api.stop();
+        // The minimal Fastify + pg service of the peers phase, under the same load with nothing else
+        // running: the anchor the api role alone is read against.
+        const peersUrl = await createPeersDatabase(engines.databaseUrl);
+        const peersDb = new pg.Pool({ connectionString: peersUrl, max: 1, application_name: 'bench-peers' });
+        peersDb.on('error', () => {});
+        const fastify = await startFastifyPg(peersUrl, peersDb).finally(() => peersDb.end());
+        progress(`accept: Fastify + pg, the same load on POST /messages`);
+        const fpWatch = await watch({ groups: { 'fastify-pg': { pids: [fastify.pid] }, PostgreSQL: { pids: [engines.postgres.pid!], tree: true }, bench: { pids: [process.pid] } }, statsDb: db });
+        // The watch ends while the service still runs: a process that has exited has no CPU to read.
+        const [fp, fpDiag] = await peerAccept(fastify.baseUrl, ACCEPT)
+          .then(async (r) => [r, await fpWatch.stop()] as const)
+          .finally(() => fastify.stop());
+        report.diag('accept, Fastify + pg', formatDiagnosis(fpDiag), fpDiag);
+        progress(`accept: Fastify + pg ${fmt(fp.rate)} req/s; non-202: ${outcomesText(fp.outcomes, '202')}`);
         api = await startEns({ name: 'api-only', env, roles: ['api'], ...(profDir ? { profDir } : {}) });
         const [solo, soloDiag] = await watched('accept, ENS api role alone', () => ensAccept(api.baseUrl, token, ACCEPT));
         progress(`accept: ENS api role alone ${fmt(solo.rate)} req/s (202); non-202: ${outcomesText(solo.outcomes, '202')}`);
@@ -243,12 +259,22 @@ async function main(): Promise<number> {
           target: 'info (serve runs all roles)',
           met: 'info',
         });
+        report.row({
+          measure: `Accept, api role alone vs Fastify+pg (C=${ACCEPT.concurrency})`,
+          raw: `${fmt(fp.rate)} /s`,
+          ens: `${fmt(solo.rate)} /s`,
+          ratio: (solo.rate / fp.rate).toFixed(2),
+          target: 'info (the 1.0 target counts all roles)',
+          met: 'info',
+        });
         report.note(
           `Accept, api role alone: the same closed loop against \`ens serve --roles api\` (nothing sent meanwhile; the ${solo.okTotal} deliveries were sent afterwards by a restarted all-roles ENS in ${ms(drain3.ms)}). ` +
             `Non-202: ${outcomesText(solo.outcomes, '202')}; p50 ${fmt(summarise(solo.latenciesMs).p50)} ms, p99 ${fmt(summarise(solo.latenciesMs).p99)} ms. ` +
-            `CPU per request ${formatCpuPerOp(cpuPerOp(soloDiag, solo.okTotal))}; PostgreSQL per request ${formatPgPerOp(soloDiag, solo.okTotal)}.`,
+            `CPU per request ${formatCpuPerOp(cpuPerOp(soloDiag, solo.okTotal))}; PostgreSQL per request ${formatPgPerOp(soloDiag, solo.okTotal)}. ` +
+            `Against it, the peers phase's Fastify + pg service run just before with nothing else running: ${fmt(fp.rate)} req/s (non-202: ${outcomesText(fp.outcomes, '202')}), ` +
+            `CPU per request ${formatCpuPerOp(cpuPerOp(fpDiag, fp.okTotal))}.`,
         );
-        report.data.acceptApiOnly = { ...solo, latenciesMs: undefined, latency: summarise(solo.latenciesMs), drainMs: drain3.ms };
+        report.data.acceptApiOnly = { ...solo, latenciesMs: undefined, latency: summarise(solo.latenciesMs), drainMs: drain3.ms, fastifyPg: { ...fp, latenciesMs: undefined } };
         report.data.accept = { settings: ACCEPT, raw: { ...raw, latenciesMs: undefined, latency: summarise(raw.latenciesMs) }, ens: { ...ens, latenciesMs: undefined, latency: closedLat }, backlogAtEnd: atEnd, drainMs: drain1.ms, latency: { offeredRate: rate, reduced, why, achievedRate: lat.rate, outcomes: lat.outcomes, skipped: lat.skipped, ms: s, backlogAtEnd: afterLat, drainMs: drain2.ms } };
       });
     }

@@ -21,7 +21,7 @@ import { medianOf, percentile } from '../stats.ts';
 import { peerAccept, peerPipeline, type PeerPipelineResult } from './measure.ts';
 import { obliterateQueue, probeRedis } from './redis.ts';
 import { createPeersDatabase, resetPeerSchema } from './schema.ts';
-import { startPeer, type PeerKind } from './spawn.ts';
+import { startPeer, type PeerChild, type PeerKind } from './spawn.ts';
 
 /**
  * The ENS deployment measured. Any deployment can be passed (several pids when ENS runs as several
@@ -83,6 +83,12 @@ interface PeerRates {
   burstRuns: number[];
 }
 
+/** Starts the minimal Fastify + pg service on a fresh table in the peers' database. */
+export async function startFastifyPg(peersUrl: string, peersDb: pg.Pool): Promise<PeerChild> {
+  await resetPeerSchema(peersDb, 'fastify_pg', 'messages');
+  return startPeer('fastify-pg', 'fastify-pg', { PEER_DATABASE_URL: peersUrl, PEER_PG_POOL: String(PEER_PG_POOL), PEER_SCHEMA: 'fastify_pg' });
+}
+
 export async function runPeersPhase(ctx: PeersContext): Promise<void> {
   const { engines, db, ens, report } = ctx;
   const runCount = ctx.runs;
@@ -138,8 +144,7 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
   try {
     // ── Accept: ENS vs the minimal Fastify + pg service ───────────────────────────────────────
     const acc = ctx.accept;
-    await resetPeerSchema(peersDb, 'fastify_pg', 'messages');
-    const fastify = await startPeer('fastify-pg', 'fastify-pg', { ...baseEnv, PEER_SCHEMA: 'fastify_pg' });
+    const fastify = await startFastifyPg(peersUrl, peersDb);
     progress(`peers: Fastify + pg, ${acc.concurrency} concurrent POST /messages (1 sms recipient each, one INSERT), ${acc.warmupMs / 1000} s warm-up + ${acc.durationMs / 1000} s`);
     const [fp, fpDiag] = await watched('peers: accept, Fastify + pg', peerGroups('fastify-pg', fastify.pid), false, () => peerAccept(fastify.baseUrl, acc)).finally(() => fastify.stop());
     progress(`peers: Fastify + pg ${fmt(fp.rate)} req/s; non-202: ${outcomesText(fp.outcomes, '202')}`);
