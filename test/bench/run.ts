@@ -9,7 +9,7 @@
  *   BENCH_REDIS_URL=redis://127.0.0.1:6379  the Redis of the BullMQ peer (peers phase; skipped when unreachable)
  *   BENCH_GROWTH_ROWS=1000000  peers phase: also time ENS's 10,000 handoff after its record is topped up
  *                             to this many delivered rows by bulk SQL (default: not run)
- *   BENCH_PEER_RUNS=3         peers phase: runs of each pipeline measure (ENS's and each peer's); the median counts
+ *   BENCH_PEER_RUNS=5         peers phase: runs of each pipeline measure (ENS's and each peer's); the median counts
  *   BENCH_CALLBACKS_N=15000   callbacks phase: posts per run (raw loop and ENS)
  *   BENCH_CPU_PROF=1          run the ENS children with --cpu-prof into test/bench/profiles/<stamp>/
  *                             and print a self-time summary of each profile at the end
@@ -102,7 +102,7 @@ async function main(): Promise<number> {
   const feedRows = Number(process.env.BENCH_FEED_ROWS ?? 1_000_000);
   if (!Number.isInteger(feedRows) || feedRows < 2_000) throw new Error('BENCH_FEED_ROWS must be an integer ≥ 2000');
   if (!Number.isInteger(CALLBACKS_N) || CALLBACKS_N < 100) throw new Error('BENCH_CALLBACKS_N must be an integer ≥ 100');
-  const peerRuns = Number(process.env.BENCH_PEER_RUNS ?? 3);
+  const peerRuns = Number(process.env.BENCH_PEER_RUNS ?? 5);
   if (!Number.isInteger(peerRuns) || peerRuns < 1) throw new Error('BENCH_PEER_RUNS must be a positive integer');
   const profiling = process.env.BENCH_CPU_PROF === '1';
   const growthRows = process.env.BENCH_GROWTH_ROWS ? Number(process.env.BENCH_GROWTH_ROWS) : undefined;

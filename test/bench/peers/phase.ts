@@ -49,7 +49,8 @@ export interface PeersContext {
   /**
    * BENCH_PEER_RUNS: runs of each pipeline measure, ENS's and every peer's, of which the median
    * counts. On a shared machine one run of the same thing varies by a fifth or more, too much for a
-   * ratio read from one run each.
+   * ratio read from one run each; with three, one slow run of ENS or of a peer still moved the
+   * ratio by a fifth between runs of the same code (1.48× to 2.19× in one day), hence five.
    */
   runs: number;
 }
@@ -313,8 +314,8 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
       `Peers, growth: the same ${fmt(HANDOFF_N)} handoff after ${fmt(fill.n)} deliveries sent through ENS (${GROWTH.earlier / GROWTH.perHandoff} handoffs of ${fmt(GROWTH.perHandoff)}, ${ms(fill.ms)}; with their attempts, events and stamps) ` +
         `ran at ${fmt(eg.sendRate)}/s against ${fmt(eh.sendRate)}/s fresh; CPU per delivery ${cpu(egDiag, HANDOFF_N)} (fresh ${cpu(ehDiag, HANDOFF_N)}), PostgreSQL ${formatPgPerOp(egDiag, HANDOFF_N)} (fresh ${formatPgPerOp(ehDiag, HANDOFF_N)}). ` +
         `Then ANALYZE (what autovacuum does once it comes round) and the same handoff once more: ${fmt(ea2.sendRate)}/s, CPU per delivery ${cpu(ea2Diag, HANDOFF_N)}. ` +
-        `Without it the planner still holds the statistics clearRecord's VACUUM ANALYZE left (0 rows), and joins to attempts and deliveries are planned as hash joins over sequential scans, ` +
-        `whose cost grows with the record (the bench's own 20 ms count of pending deliveries too). ` +
+        `Without it the planner still holds the statistics clearRecord's VACUUM ANALYZE left (0 rows); ENS's hot statements and its accept are planned as lookups by key whatever those say, ` +
+        `and so is the bench's own 20 ms poll for pending deliveries, so the two runs should differ by the noise alone. ` +
         (big
           ? `After topping the record up to ${fmt(big.total)} delivered rows with bulk SQL (fillFeed: status sent, stamped; ${ms(big.fillMs)} with VACUUM ANALYZE): ${fmt(big.rate)}/s, CPU per delivery ${cpu(big.diag, HANDOFF_N)}.`
           : 'BENCH_GROWTH_ROWS=1000000 adds a run after the record is topped up to a million delivered rows by bulk SQL.'),
