@@ -80,6 +80,29 @@ async function scansOf(pool: Db, name: string, args: unknown[][]): Promise<{ sca
   }
 }
 
+/** A migrated, analysed, empty record with the test's client and its tenant "t". */
+async function newRecord(db: Db): Promise<void> {
+  await migrate(db);
+  await db.query('VACUUM ANALYZE');
+  await db.query(`INSERT INTO clients (id, name, secret_hash) VALUES ($1, 'plans', 'x')`, [CLIENT]);
+  await db.query(`INSERT INTO tenants (client_id, id) VALUES ($1, 't')`, [CLIENT]);
+}
+
+/**
+ * Grows the record by GROWN handoffs of one sent-once delivery each, with no ANALYZE after, on a
+ * session of its own (the priming sessions' foreign-key checks keep plans of their own); returns
+ * that session's pool for more of the same.
+ */
+async function growRecord(t: { teardown(fn: () => unknown): void }, url: string): Promise<Db> {
+  const grow = createPool(url, { max: 1 });
+  t.teardown(() => grow.end());
+  await grow.query(`INSERT INTO handoffs (id, client_id, tenant, event_type, messages) SELECT gen_random_uuid(), $1, 't', 'grown', '{"sms":{"body":"x"}}' FROM generate_series(1, ${GROWN})`, [CLIENT]);
+  await grow.query(`
+    INSERT INTO deliveries (id, handoff_id, client_id, tenant, event_type, channel, recipient, attempts)
+    SELECT gen_random_uuid(), id, client_id, 't', 'grown', 'sms', '+15550000000', 1 FROM handoffs WHERE event_type = 'grown'`);
+  return grow;
+}
+
 t.test('a hot statement first run on an empty record still reaches only its batch once the record has grown', async (t) => {
   const engines = await startTestEngines(t);
   const db = createPool(engines.databaseUrl, { max: 2 });
@@ -89,10 +112,7 @@ t.test('a hot statement first run on an empty record still reaches only its batc
   t.teardown(async () => {
     await Promise.all([db.end(), leases.end(), keyed.end()]);
   });
-  await migrate(db);
-  await db.query('VACUUM ANALYZE');
-  await db.query(`INSERT INTO clients (id, name, secret_hash) VALUES ($1, 'plans', 'x')`, [CLIENT]);
-  await db.query(`INSERT INTO tenants (client_id, id) VALUES ($1, 't')`, [CLIENT]);
+  await newRecord(db);
   const deliveries = new DeliveryStore(db, { leases, keyed });
   const callbacks = new CallbackStore(db, leases);
 
@@ -115,14 +135,8 @@ t.test('a hot statement first run on an empty record still reaches only its batc
     await callbacks.record(cb, { ok: true, httpStatus: 200 }, null);
   }
 
-  // The record grows, with no ANALYZE in between (autovacuum and the statistics job come later), on
-  // a session of its own: the priming session's foreign-key checks kept plans of their own.
-  const grow = createPool(engines.databaseUrl, { max: 1 });
-  t.teardown(() => grow.end());
-  await grow.query(`INSERT INTO handoffs (id, client_id, tenant, event_type, messages) SELECT gen_random_uuid(), $1, 't', 'grown', '{"sms":{"body":"x"}}' FROM generate_series(1, ${GROWN})`, [CLIENT]);
-  await grow.query(`
-    INSERT INTO deliveries (id, handoff_id, client_id, tenant, event_type, channel, recipient, attempts)
-    SELECT gen_random_uuid(), id, client_id, 't', 'grown', 'sms', '+15550000000', 1 FROM handoffs WHERE event_type = 'grown'`);
+  // The record grows (autovacuum and the statistics job would analyse it later).
+  const grow = await growRecord(t, engines.databaseUrl);
   await grow.query(`INSERT INTO attempts (delivery_id, number, provider) SELECT id, 1, 'sandbox' FROM deliveries WHERE event_type = 'grown'`);
   await grow.query(`INSERT INTO callbacks (id, delivery_id, client_id, url, body) SELECT gen_random_uuid(), id, client_id, 'http://receiver.test/', '{}' FROM deliveries WHERE event_type = 'grown'`);
   const batch = (await db.query<{ id: string; version: number }>(`SELECT id, version FROM deliveries WHERE event_type = 'grown' ORDER BY random() LIMIT ${BATCH}`)).rows;
@@ -164,10 +178,7 @@ t.test('the accept first run on an empty record still reaches only its batch onc
   t.teardown(async () => {
     await Promise.all([db.end(), accepts.end()]);
   });
-  await migrate(db);
-  await db.query('VACUUM ANALYZE');
-  await db.query(`INSERT INTO clients (id, name, secret_hash) VALUES ($1, 'plans', 'x')`, [CLIENT]);
-  await db.query(`INSERT INTO tenants (client_id, id) VALUES ($1, 't')`, [CLIENT]);
+  await newRecord(db);
   const input = (key: string): AcceptInput => {
     const handoffId = randomUUID();
     return {
@@ -179,13 +190,8 @@ t.test('the accept first run on an empty record still reaches only its batch onc
   // A new install's first sends, one at a time.
   for (let i = 0; i < 8; i++) await acceptHandoff(accepts, input(`first-${i}`));
 
-  // The record grows from another session, with no ANALYZE in between.
-  const grow = createPool(engines.databaseUrl, { max: 1 });
-  t.teardown(() => grow.end());
-  await grow.query(`INSERT INTO handoffs (id, client_id, tenant, event_type, messages) SELECT gen_random_uuid(), $1, 't', 'grown', '{"sms":{"body":"x"}}' FROM generate_series(1, ${GROWN})`, [CLIENT]);
-  await grow.query(`
-    INSERT INTO deliveries (id, handoff_id, client_id, tenant, event_type, channel, recipient)
-    SELECT gen_random_uuid(), id, client_id, 't', 'grown', 'sms', '+15550000000' FROM handoffs WHERE event_type = 'grown'`);
+  // The record grows, and the keys with it.
+  const grow = await growRecord(t, engines.databaseUrl);
   await grow.query(`INSERT INTO idempotency_keys (client_id, key, request_hash, response) SELECT client_id, id::text, 'h', '{}' FROM handoffs WHERE event_type = 'grown'`);
 
   // A batch of new handoffs and one replay, explained as they run on the accepting session.
