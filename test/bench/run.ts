@@ -36,8 +36,7 @@ import { ensFanout } from './fanout.ts';
 import { blastWithSingles, clearRecord, pacedSends, sharesUnderBacklogs, startLimitedTwilio, type Sender } from './fairness.ts';
 import { elapsedMs, progress } from './log.ts';
 import { memoryUnderLoad } from './memory.ts';
-import { peerAccept } from './peers/measure.ts';
-import { runPeersPhase, startFastifyPg } from './peers/phase.ts';
+import { fastifyPgAccept, runPeersPhase } from './peers/phase.ts';
 import { createPeersDatabase } from './peers/schema.ts';
 import { ensPipeline, rawPipeline } from './pipeline.ts';
 import { formatProfile, summariseProfiles, type ProfileSummary } from './profile.ts';
@@ -236,13 +235,8 @@ async function main(): Promise<number> {
         const peersUrl = await createPeersDatabase(engines.databaseUrl);
         const peersDb = new pg.Pool({ connectionString: peersUrl, max: 1, application_name: 'bench-peers' });
         peersDb.on('error', () => {});
-        const fastify = await startFastifyPg(peersUrl, peersDb).finally(() => peersDb.end());
         progress(`accept: Fastify + pg, the same load on POST /messages`);
-        const fpWatch = await watch({ groups: { 'fastify-pg': { pids: [fastify.pid] }, PostgreSQL: { pids: [engines.postgres.pid!], tree: true }, bench: { pids: [process.pid] } }, statsDb: db });
-        // The watch ends while the service still runs: a process that has exited has no CPU to read.
-        const [fp, fpDiag] = await peerAccept(fastify.baseUrl, ACCEPT)
-          .then(async (r) => [r, await fpWatch.stop()] as const)
-          .finally(() => fastify.stop());
+        const [fp, fpDiag] = await fastifyPgAccept(engines, db, peersUrl, peersDb, ACCEPT).finally(() => peersDb.end());
         report.diag('accept, Fastify + pg', formatDiagnosis(fpDiag), fpDiag);
         progress(`accept: Fastify + pg ${fmt(fp.rate)} req/s; non-202: ${outcomesText(fp.outcomes, '202')}`);
         api = await startEns({ name: 'api-only', env, roles: ['api'], ...(profDir ? { profDir } : {}) });

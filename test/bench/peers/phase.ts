@@ -11,6 +11,7 @@ import { onCleanup } from '../cleanup.ts';
 import { cpuPerOp, formatCpuPerOp, formatDiagnosis, formatPgPerOp, watch, type Diagnosis, type Groups } from '../diagnostics.ts';
 import { waitIdle } from '../drain.ts';
 import type { BenchEngines } from '../engines.ts';
+import type { LoadResult } from '../load.ts';
 import { clearRecord } from '../fairness.ts';
 import { ensFanout, type FanoutResult } from '../fanout.ts';
 import { fillFeed } from '../feed.ts';
@@ -21,7 +22,7 @@ import { medianOf, percentile } from '../stats.ts';
 import { peerAccept, peerPipeline, type PeerPipelineResult } from './measure.ts';
 import { obliterateQueue, probeRedis } from './redis.ts';
 import { createPeersDatabase, resetPeerSchema } from './schema.ts';
-import { startPeer, type PeerChild, type PeerKind } from './spawn.ts';
+import { startPeer, type PeerKind } from './spawn.ts';
 
 /**
  * The ENS deployment measured. Any deployment can be passed (several pids when ENS runs as several
@@ -84,10 +85,23 @@ interface PeerRates {
   burstRuns: number[];
 }
 
-/** Starts the minimal Fastify + pg service on a fresh table in the peers' database. */
-export async function startFastifyPg(peersUrl: string, peersDb: pg.Pool): Promise<PeerChild> {
+/**
+ * The minimal Fastify + pg service under the accept closed loop, on a fresh table in the peers'
+ * database, with the machine's CPU split while it ran (`statsDb`: ENS's database, for WAL and
+ * transactions). The service is stopped afterwards.
+ */
+export async function fastifyPgAccept(engines: BenchEngines, statsDb: pg.Pool, peersUrl: string, peersDb: pg.Pool, s: AcceptSettings): Promise<[LoadResult, Diagnosis]> {
   await resetPeerSchema(peersDb, 'fastify_pg', 'messages');
-  return startPeer('fastify-pg', 'fastify-pg', { PEER_DATABASE_URL: peersUrl, PEER_PG_POOL: String(PEER_PG_POOL), PEER_SCHEMA: 'fastify_pg' });
+  const fastify = await startPeer('fastify-pg', 'fastify-pg', { PEER_DATABASE_URL: peersUrl, PEER_PG_POOL: String(PEER_PG_POOL), PEER_SCHEMA: 'fastify_pg' });
+  try {
+    const groups: Groups = { 'fastify-pg': { pids: [fastify.pid] }, PostgreSQL: { pids: [engines.postgres.pid!], tree: true }, bench: { pids: [process.pid] } };
+    const w = await watch({ groups, statsDb });
+    const r = await peerAccept(fastify.baseUrl, s);
+    // The watch ends while the service still runs: a process that has exited has no CPU to read.
+    return [r, await w.stop()];
+  } finally {
+    await fastify.stop();
+  }
 }
 
 export async function runPeersPhase(ctx: PeersContext): Promise<void> {
@@ -145,9 +159,9 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
   try {
     // ── Accept: ENS vs the minimal Fastify + pg service ───────────────────────────────────────
     const acc = ctx.accept;
-    const fastify = await startFastifyPg(peersUrl, peersDb);
     progress(`peers: Fastify + pg, ${acc.concurrency} concurrent POST /messages (1 sms recipient each, one INSERT), ${acc.warmupMs / 1000} s warm-up + ${acc.durationMs / 1000} s`);
-    const [fp, fpDiag] = await watched('peers: accept, Fastify + pg', peerGroups('fastify-pg', fastify.pid), false, () => peerAccept(fastify.baseUrl, acc)).finally(() => fastify.stop());
+    const [fp, fpDiag] = await fastifyPgAccept(engines, db, peersUrl, peersDb, acc);
+    report.diag('peers: accept, Fastify + pg', formatDiagnosis(fpDiag), fpDiag);
     progress(`peers: Fastify + pg ${fmt(fp.rate)} req/s; non-202: ${outcomesText(fp.outcomes, '202')}`);
     await waitIdle(db, 'peers: accept');
     progress(`peers: ${ens.label}, the same load on POST /v2/messages`);
