@@ -14,6 +14,7 @@ type Channel = 'sms' | 'email' | 'push' | 'whatsapp';
 const context: PluginContext = {
   logger: { info() {}, warn() {}, error() {} },
   async reportStatus() {},
+  reportRecipient: async () => ({ entries: 0 }),
   media: { get: async () => ({ bytes: Buffer.alloc(0), mediaType: 'image/png' }) },
   outbound: { check: () => ({ ok: true }), fetch: () => Promise.reject(new Error('not used')) },
 };

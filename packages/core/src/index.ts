@@ -19,6 +19,10 @@ export { CallbackPayload, DeliveryRecord, DeliveryPage, DeliveryQuery } from './
 export { TenantId, TenantSettings, TenantCreate, TenantPatch, Tenant } from './schemas/tenant.ts';
 export { PushPlatform, UserId, DeviceToken, WebPushSubscription, DevicePut, Device, DeviceList } from './schemas/device.ts';
 export { ErrorBody } from './schemas/error-body.ts';
+export {
+  SUPPRESSION_REASONS, SUPPRESSION_SOURCES, SuppressionReason, SuppressionSource, SuppressionScope, Suppression, SuppressionPut, SuppressionQuery, SuppressionPage, ConsentPolicy,
+  type SuppressionReasonT, type SuppressionSourceT,
+} from './schemas/suppression.ts';
 export { serialiseCallback } from './schemas/callback-payload.ts';
 
 export { planDeliveries, type PlannedDelivery, type RuleLimits } from './domain/handoff-rules.ts';
@@ -30,12 +34,18 @@ export { nextRetryDelay } from './retry-schedule.ts';
 
 export { SchedulingStore, MAX_SEND_WEIGHT, parseSendWeight, parsePriorityEventTypes, type ClientSchedule, type Parsed } from './store/scheduling.ts';
 export { acceptHandoff, refuseBeforeStoring, type AcceptInput, type AcceptOutcome } from './store/accept.ts';
+export { accept, type AcceptDeps, type AcceptDraft, type Accepted, type HandoffToAccept, type Prepared } from './lifecycle/accept.ts';
 export { readFeed } from './store/feed.ts';
 export { ClientStore, type ClientRow, type IssuedClient } from './store/clients.ts';
 export { TenantStore } from './store/tenants.ts';
 export { DeviceStore, MAX_DEVICES_PER_USER } from './store/devices.ts';
 export { DeliveryStore } from './store/deliveries.ts';
 export { CallbackStore, type DeadLetter } from './store/callbacks.ts';
+export { SuppressionStore, suppressionError, type SuppressionInput, type SuppressionHit, type ReportKind } from './store/suppressions.ts';
+export { normaliseAddress } from './consent/address.ts';
+export {
+  signDeliveryToken, readDeliveryToken, returnPathFor, deliveryOfReturnPath, unsubscribeMailtoFor, deliveryOfUnsubscribeMailto, type TokenPurpose,
+} from './consent/delivery-token.ts';
 export { mediaKey, type MediaStore, type StoredMedia } from './media/media-store.ts';
 
 export { checkOutboundUrl, resolvePublicAddress, type UrlCheck, type AddressCheck, type LookupAll } from './outbound/outbound-guard.ts';

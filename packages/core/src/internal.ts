@@ -21,7 +21,7 @@ export { registerLoop, downLoops, allLoops, consumerUp, type LoopHealth, type Lo
 export { startSweeper, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, type SweepJob, type Sweeper } from './sweeper.ts';
 export { readBacklogAge, measureBacklogIn, type BacklogAge, type BacklogKind } from './backlog.ts';
 export {
-  httpDuration, deliveriesAccepted, attemptsTotal, callbackPosts, callbacksDeferred, feedStamped, sweeperRequeued, mediaCollected, retentionRemoved, retentionBatches, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
+  httpDuration, deliveriesAccepted, attemptsTotal, suppressedSends, suppressionReports, callbackPosts, callbacksDeferred, feedStamped, sweeperRequeued, mediaCollected, retentionRemoved, retentionBatches, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
 } from './metrics.ts';
 
 export { purgeIdempotencyKeys } from './store/accept.ts';

@@ -26,6 +26,20 @@ export const attemptsTotal = new Counter({
   registers: [metricsRegistry],
 });
 
+export const suppressedSends = new Counter({
+  name: 'ens_suppressed_sends_total',
+  help: 'Deliveries the suppression list stopped before any provider call, by the entry\'s reason',
+  labelNames: ['channel', 'reason'],
+  registers: [metricsRegistry],
+});
+
+export const suppressionReports = new Counter({
+  name: 'ens_suppression_reports_total',
+  help: 'Reports about recipients (refusals, bounces, complaints, opt-outs, opt-ins, unsubscribes) by source and kind',
+  labelNames: ['source', 'kind'],
+  registers: [metricsRegistry],
+});
+
 export const callbackPosts = new Counter({
   name: 'ens_callback_posts_total',
   help: 'Callback posts by result (delivered, retry, dead)',

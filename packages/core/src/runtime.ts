@@ -16,6 +16,7 @@ import { ClientStore } from './store/clients.ts';
 import { DeliveryStore } from './store/deliveries.ts';
 import { TenantStore } from './store/tenants.ts';
 import { DeviceStore } from './store/devices.ts';
+import { SuppressionStore } from './store/suppressions.ts';
 
 /** Everything a role needs, opened once per process. */
 export interface Runtime {
@@ -31,9 +32,12 @@ export interface Runtime {
   devices: DeviceStore;
   deliveries: DeliveryStore;
   callbacks: CallbackStore;
+  suppressions: SuppressionStore;
   media: MediaStore;
   /** Key for signing access tokens, derived from the master key. */
   tokenKey: Buffer;
+  /** Key for the signed per-delivery tokens: return paths (VERP) and one-click unsubscribe links. */
+  consentKey: Buffer;
   /** Declares the JetStream topology again (after a NATS restart that lost its store). */
   redeclareTopology(): Promise<unknown>;
   /** Registers a listener called after NATS reconnected and the topology was declared again. */
@@ -129,8 +133,10 @@ export async function openRuntime(
       devices: new DeviceStore(db),
       deliveries: new DeliveryStore(db, { leases, keyed }),
       callbacks: new CallbackStore(db, leases),
+      suppressions: new SuppressionStore(db, { softBounceHoldMs: config.consent.softBounceHoldMs }),
       media,
       tokenKey: deriveKey(masterKey, 'access-token'),
+      consentKey: deriveKey(masterKey, 'consent-tokens'),
       redeclareTopology,
       onNatsReconnect: (l) => void reconnectListeners.push(l),
       async close() {

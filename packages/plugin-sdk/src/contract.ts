@@ -49,7 +49,7 @@ export interface TenantSettings {
 }
 
 /** The version of this contract; plugins declare the range they support in `sdk`. */
-export const SDK_VERSION = '1.2.0';
+export const SDK_VERSION = '1.3.0';
 
 /** What a provider is asked to send: one recipient on one channel, one attempt. */
 export interface OutboundMessage {
@@ -75,6 +75,21 @@ export interface OutboundMessage {
    * counts the delivery sent when at least one device accepted it.
    */
   device?: PushDevice;
+  /**
+   * email (since SDK 1.3): the envelope sender (SMTP MAIL FROM) ENS wants, a return path signed for
+   * this delivery at the operator's return-path domain, so that a bounce written later by any relay
+   * comes back to ENS's inbound role and is matched to this delivery. Absent when no return-path
+   * domain is configured; a plugin that cannot set the envelope sender ignores it.
+   */
+  returnPath?: string;
+  /**
+   * email (since SDK 1.3): for event types the client marks as bulk, the one-click unsubscribe of
+   * RFC 8058. A plugin that writes headers sends `List-Unsubscribe: <url>, <mailto>` and
+   * `List-Unsubscribe-Post: List-Unsubscribe=One-Click`. `url` is the https URL a POST to which
+   * unsubscribes; `mailto` a `mailto:` URI to ENS's inbound role, or null when no return-path
+   * domain is configured.
+   */
+  unsubscribe?: { url: string; mailto: string | null };
 }
 
 export interface SendResult {
@@ -89,6 +104,44 @@ export interface StatusUpdate {
   at: Date;
   /** For failed: the provider's reason, recorded as last_error. */
   error?: string;
+}
+
+/**
+ * What a report says about a recipient (since SDK 1.3). `hard_bounce`, `complaint`, `opt_out` and
+ * `invalid_recipient` suppress the address; `soft_bounce` suppresses it for a while; `opt_in` (an
+ * SMS START) lifts an earlier opt-out.
+ */
+export type RecipientReportKind = 'hard_bounce' | 'soft_bounce' | 'complaint' | 'opt_out' | 'opt_in' | 'invalid_recipient';
+
+/**
+ * A provider's asynchronous word about a recipient (since SDK 1.3): a bounce or complaint about a
+ * message it sent, or an opt-out or opt-in the recipient sent in (an SMS STOP or START, a WhatsApp
+ * block). Name the message when the report is about one (`providerMessageId`); otherwise name the
+ * address, its channel and, for an inbound keyword, the sender number it was sent to.
+ */
+export interface RecipientReport {
+  kind: RecipientReportKind;
+  /** The provider's id of the message the report is about, when it names one. */
+  providerMessageId?: string;
+  /** Without providerMessageId: the recipient's address (E.164 phone number, email address). */
+  address?: string;
+  /** With address: the channel the address is on. */
+  channel?: Channel;
+  /**
+   * With address: the sender the recipient wrote to (an SMS STOP to a number). ENS applies the
+   * report to the tenants that send from it: those whose `sender_id` (or
+   * `whatsapp_phone_number_id`) is this id, and, when `isDefault`, those with none of their own.
+   */
+  sender?: { id: string; isDefault: boolean };
+  at: Date;
+  /** The provider's own words (a DSN's diagnostic, an error code and message, the keyword), kept as evidence. */
+  detail: string;
+}
+
+/** What ENS did with a RecipientReport. */
+export interface RecipientReportOutcome {
+  /** The suppression entries written or lifted (0 when the report matched nothing ENS sent). */
+  entries: number;
 }
 
 export interface PluginLogger {
@@ -117,6 +170,11 @@ export interface PluginContext {
   logger: PluginLogger;
   /** Applies a status report to the delivery with that provider_message_id. */
   reportStatus(update: StatusUpdate): Promise<void>;
+  /**
+   * Records a bounce, complaint, opt-out or opt-in about a recipient in ENS's suppression list
+   * (since SDK 1.3). A synchronous refusal of a send is not reported here: throw recipientError.
+   */
+  reportRecipient(report: RecipientReport): Promise<RecipientReportOutcome>;
   media: { get(key: string): Promise<{ bytes: Buffer; mediaType: string }> };
   /** For every request to an address a client supplied (since SDK 1.1). */
   outbound: OutboundGuard;

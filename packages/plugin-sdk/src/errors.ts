@@ -13,6 +13,13 @@ const CODES: Record<ProviderErrorKind, string> = {
   rate_limited: 'ENS_ERR_PROVIDER_RATE_LIMITED',
 };
 
+/**
+ * Why a refusal is about the recipient rather than the message (since SDK 1.3): ENS fails the
+ * delivery as for any permanent error and also adds the address to the suppression list, so later
+ * sends to it are not made. `opt_out`: the recipient told the provider to stop (Twilio 21610).
+ */
+export type RecipientRefusal = 'invalid_recipient' | 'hard_bounce' | 'opt_out';
+
 export class ProviderError extends EnsError {
   static override readonly code: string = 'ENS_ERR_PROVIDER';
   readonly ensErrorKind: ProviderErrorKind;
@@ -20,12 +27,19 @@ export class ProviderError extends EnsError {
   readonly retryAfterMs: number | undefined;
   /** push: the device token is dead (uninstalled app, expired subscription); ENS unregisters it. */
   readonly deviceGone: boolean;
+  /** The refusal is about the recipient: ENS suppresses the address (since SDK 1.3). */
+  readonly recipientRefusal: RecipientRefusal | undefined;
 
-  constructor(kind: ProviderErrorKind, message: string, opts: { retryAfterMs?: number; cause?: unknown; deviceGone?: boolean } = {}) {
+  constructor(
+    kind: ProviderErrorKind,
+    message: string,
+    opts: { retryAfterMs?: number; cause?: unknown; deviceGone?: boolean; recipientRefusal?: RecipientRefusal } = {},
+  ) {
     super(message, { code: CODES[kind], cause: opts.cause });
     this.ensErrorKind = kind;
     this.retryAfterMs = opts.retryAfterMs;
     this.deviceGone = opts.deviceGone ?? false;
+    this.recipientRefusal = opts.recipientRefusal;
   }
 }
 
@@ -44,6 +58,16 @@ export const deviceGoneError = (message: string, cause?: unknown): ProviderError
   new ProviderError('permanent', message, { cause, deviceGone: true });
 
 /**
+ * The provider refused the recipient for good (SMTP 5.1.1 at RCPT, Twilio 21211/21614, an SMSC's
+ * invalid destination, "not a WhatsApp user"): a permanent failure, and the address is suppressed
+ * with `reason` (since SDK 1.3).
+ */
+export const recipientError = (message: string, reason: RecipientRefusal = 'invalid_recipient', cause?: unknown): ProviderError =>
+  new ProviderError('permanent', message, { cause, recipientRefusal: reason });
+
+const REFUSALS: readonly RecipientRefusal[] = ['invalid_recipient', 'hard_bounce', 'opt_out'];
+
+/**
  * Reads the classification off any thrown value. Anything unclassified is transient: an
  * unexpected exception must never turn into a silent permanent failure.
  */
@@ -52,6 +76,8 @@ export interface ErrorClass {
   message: string;
   retryAfterMs: number | undefined;
   deviceGone: boolean;
+  /** Set on a permanent refusal that is about the recipient. */
+  recipientRefusal: RecipientRefusal | undefined;
 }
 
 export function classifyError(e: unknown): ErrorClass {
@@ -59,8 +85,9 @@ export function classifyError(e: unknown): ErrorClass {
     const pe = e as ProviderError;
     if (pe.ensErrorKind === 'transient' || pe.ensErrorKind === 'permanent' || pe.ensErrorKind === 'rate_limited') {
       const retryAfterMs = typeof pe.retryAfterMs === 'number' && Number.isFinite(pe.retryAfterMs) ? pe.retryAfterMs : undefined;
-      return { kind: pe.ensErrorKind, message: String(pe.message), retryAfterMs, deviceGone: pe.deviceGone === true };
+      const recipientRefusal = pe.ensErrorKind === 'permanent' && REFUSALS.includes(pe.recipientRefusal as RecipientRefusal) ? pe.recipientRefusal : undefined;
+      return { kind: pe.ensErrorKind, message: String(pe.message), retryAfterMs, deviceGone: pe.deviceGone === true, recipientRefusal };
     }
   }
-  return { kind: 'transient', message: e instanceof Error ? e.message : String(e), retryAfterMs: undefined, deviceGone: false };
+  return { kind: 'transient', message: e instanceof Error ? e.message : String(e), retryAfterMs: undefined, deviceGone: false, recipientRefusal: undefined };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
-import { CHANNELS, definePlugin, permanentError, transientError, type OutboundMessage, type PluginContext } from '@ens/plugin-sdk';
+import { CHANNELS, definePlugin, permanentError, recipientError, transientError, type OutboundMessage, type PluginContext } from '@ens/plugin-sdk';
 
 /**
  * The development provider: no network, and an outcome chosen by the recipient so that every path
@@ -36,7 +36,7 @@ const Config = Type.Object({
 export default definePlugin<{ handsetDelayMs?: number; sendDelayMs?: number }>({
   name: 'sandbox',
   channels: CHANNELS,
-  sdk: '^1.0.0',
+  sdk: '^1.3.0',
   configSchema: Config,
   create(config, context: PluginContext) {
     const delay = config.handsetDelayMs ?? 400;
@@ -55,7 +55,12 @@ export default definePlugin<{ handsetDelayMs?: number; sendDelayMs?: number }>({
       async send(m) {
         if (sendDelay > 0) await new Promise((r) => setTimeout(r, sendDelay));
         const outcome = outcomeFor(m);
-        if (outcome === 'fail') throw permanentError(`sandbox: ${m.channel} recipient ${m.recipient} is set up to fail`);
+        // A refusal about the recipient, as a provider makes for a number or mailbox that does not
+        // exist: ENS suppresses the address. A push user id is not an address a provider refuses.
+        if (outcome === 'fail') {
+          const why = `sandbox: ${m.channel} recipient ${m.recipient} is set up to fail`;
+          throw m.channel === 'push' ? permanentError(why) : recipientError(why, 'invalid_recipient');
+        }
         if (outcome === 'flaky' && m.attempt < 3) throw transientError(`sandbox: simulated outage on attempt ${m.attempt}`);
         const providerMessageId = `sandbox-${randomUUID()}`;
         if (outcome === 'handset') {

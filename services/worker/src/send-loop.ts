@@ -1,8 +1,8 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
-import { nextRetryDelay, type Channel, type Runtime } from '@ens/core';
+import { nextRetryDelay, returnPathFor, signDeliveryToken, unsubscribeMailtoFor, type Channel, type Runtime } from '@ens/core';
 import {
-  ACK_WAIT_MS, attemptsTotal, endAttemptSpan, FairSlots, parseSendWakeup, startAttemptSpan, traceparentOf, wakeCallbacks, wakeFeed, type AttemptResult, type ClaimedDelivery, type ClaimMiss,
+  ACK_WAIT_MS, attemptsTotal, suppressedSends, endAttemptSpan, FairSlots, parseSendWakeup, startAttemptSpan, traceparentOf, wakeCallbacks, wakeFeed, type AttemptResult, type ClaimedDelivery, type ClaimMiss,
   type Flow, type ProviderPacer, type SchedulingPolicy,
 } from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
@@ -21,8 +21,8 @@ export function sendTimeoutMs(leaseMs: number): number {
 
 /** Turns a provider's thrown error into the next step, using the retry schedule. */
 export function decide(err: unknown, attempt: number, backoffMs: readonly number[], provider: string): AttemptResult {
-  const { kind, message, retryAfterMs } = classifyError(err);
-  if (kind === 'permanent') return { outcome: 'failed', provider, error: message, kind };
+  const { kind, message, retryAfterMs, recipientRefusal } = classifyError(err);
+  if (kind === 'permanent') return recipientRefusal ? { outcome: 'failed', provider, error: message, kind, recipientRefusal } : { outcome: 'failed', provider, error: message, kind };
   const scheduled = nextRetryDelay(backoffMs, attempt);
   if (scheduled === null) {
     return { outcome: 'failed', provider, error: `${message} (gave up after ${attempt} attempts)`, kind };
@@ -31,8 +31,24 @@ export function decide(err: unknown, attempt: number, backoffMs: readonly number
   return { outcome: 'retry', provider, error: message, delayMs, kind };
 }
 
-function outbound(d: ClaimedDelivery): OutboundMessage {
+/** What ENS adds to an email for consent: its signed return path, and for bulk mail the one-click unsubscribe. */
+function emailConsent(rt: Runtime, d: ClaimedDelivery): Pick<OutboundMessage, 'returnPath' | 'unsubscribe'> {
+  if (d.channel !== 'email') return {};
+  const domain = rt.config.consent.returnPathDomain;
+  const out: Pick<OutboundMessage, 'returnPath' | 'unsubscribe'> = {};
+  if (domain) out.returnPath = returnPathFor(rt.consentKey, domain, d.id);
+  if (d.bulk) {
+    out.unsubscribe = {
+      url: `${rt.config.publicUrl}/unsubscribe/${signDeliveryToken(rt.consentKey, 'unsubscribe', d.id)}`,
+      mailto: domain ? `mailto:${unsubscribeMailtoFor(rt.consentKey, domain, d.id)}?subject=unsubscribe` : null,
+    };
+  }
+  return out;
+}
+
+function outbound(rt: Runtime, d: ClaimedDelivery): OutboundMessage {
   return {
+    ...emailConsent(rt, d),
     deliveryId: d.id,
     attempt: d.attempt,
     channel: d.channel,
@@ -91,7 +107,7 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
   const decideFor = (claim: ClaimedDelivery) => (err: unknown, provider: string) => decide(err, claim.attempt, rt.config.retryBackoffMs, provider);
   const sendOne = async (claim: ClaimedDelivery): Promise<AttemptResult> => {
     try {
-      const { provider, result } = await chain.send(outbound(claim));
+      const { provider, result } = await chain.send(outbound(rt, claim));
       return { outcome: 'sent', provider, providerMessageId: result.providerMessageId };
     } catch (err) {
       if (err instanceof ChainSendError) return decideFor(claim)(err.causeValue, err.provider);
@@ -117,6 +133,15 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
     // the attempt is retried and the unrecorded one marked lost.
     const t = await rt.deliveries.finish(claim, result, traceparent);
     wakeFeed(rt.nc);
+    // A refusal about the recipient (an unknown mailbox, a number that opted out) suppresses the
+    // address too, so that later sends to it are not made. After the outcome, not with it: if this
+    // write is lost, the next send meets the same refusal and writes it again.
+    if (t && result.outcome === 'failed' && result.recipientRefusal) {
+      await rt.suppressions.upsert(claim.clientId, [{
+        tenant: claim.tenant, channel: claim.channel, address: claim.recipient, reason: result.recipientRefusal, source: 'provider',
+        provider: result.provider, deliveryId: claim.id, detail: result.error,
+      }]).catch((err: unknown) => rt.logger.warn({ err, deliveryId: claim.id }, 'could not record the refused recipient as suppressed'));
+    }
     if (t?.status === 'pending' && result.outcome === 'retry') {
       h.m.nak(result.delayMs);
     } else {
@@ -143,7 +168,7 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
           claim = c;
           await pacer.sendAt(chain.primary, sendAt);
           span = startAttemptSpan(claim);
-          result = toDevices ? await sendToDevices(rt, chain, claim, outbound(claim), decideFor(claim)) : await sendOne(claim);
+          result = toDevices ? await sendToDevices(rt, chain, claim, outbound(rt, claim), decideFor(claim)) : await sendOne(claim);
         } catch (err) {
           if (span) endAttemptSpan(span, err instanceof Error ? err : new Error(String(err)));
           failed(h, err);
@@ -166,6 +191,17 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
   );
 
   const missed = (h: Held, miss: ClaimMiss) => {
+    if (miss.reason === 'suppressed') {
+      // Consent stops it: failed without any provider call, and its callback queued.
+      rt.deliveries.failSuppressed(h.id, miss.hit).then((r) => {
+        suppressedSends.inc({ channel, reason: miss.hit.reason });
+        if (r) wakeFeed(rt.nc);
+        if (r?.callback) wakeCallbacks(rt.nc, [r.callback], rt.logger);
+        h.m.ack();
+        h.done();
+      }, (err: unknown) => failed(h, err));
+      return;
+    }
     if (miss.reason === 'not_due') h.m.nak(miss.dueInMs);
     else h.m.ack();
     h.done();

@@ -1,7 +1,7 @@
 import { CHANNELS, checkOutboundUrl, guardedFetch, type Channel, type Runtime } from '@ens/core';
 import {
   collectUnusedMedia, consumeWorkQueue, keepStatisticsFresh, ProviderPacer, purgeExpiredIdempotencyKeys, removeExpiredRecords, requeueOverdueDeliveries, SchedulingPolicy, SEND_LANES, SEND_STREAM, sendConsumer, sendWaiting,
-  startSweeper, wakeCallbacks, wakeFeed, type Pace,
+  startSweeper, suppressionReports, wakeCallbacks, wakeFeed, type Pace,
 } from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
@@ -62,6 +62,31 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
       }
       if (r.changed) wakeFeed(rt.nc);
       if (r.callback) wakeCallbacks(rt.nc, [r.callback], rt.logger);
+    },
+    async reportRecipient(r) {
+      suppressionReports.inc({ source: 'provider', kind: r.kind });
+      if (r.providerMessageId !== undefined) {
+        const find = { provider: pluginName, providerMessageId: r.providerMessageId };
+        const report = { kind: r.kind, source: 'provider' as const, provider: pluginName, detail: r.detail, at: r.at };
+        // As for status reports: the report may overtake the send's record of its message id.
+        let res = await rt.suppressions.reportForDelivery(find, report);
+        for (const wait of UNKNOWN_REPORT_RETRY_MS) {
+          if (res) break;
+          await new Promise((resolve) => setTimeout(resolve, wait));
+          res = await rt.suppressions.reportForDelivery(find, report);
+        }
+        if (!res) {
+          logger.warn({ providerMessageId: r.providerMessageId, kind: r.kind }, 'recipient report for an unknown message');
+          return { entries: 0 };
+        }
+        if (res.changed) wakeFeed(rt.nc);
+        return { entries: res.entries };
+      }
+      if (r.address === undefined || r.channel === undefined) {
+        logger.warn({ kind: r.kind }, 'recipient report names neither a message nor an address and channel');
+        return { entries: 0 };
+      }
+      return rt.suppressions.reportForAddress({ kind: r.kind, provider: pluginName, channel: r.channel, address: r.address, sender: r.sender, detail: r.detail });
     },
   };
 }

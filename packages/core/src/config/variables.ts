@@ -147,6 +147,14 @@ export const VARIABLES = {
     forcePathStyle: flag('ENS_S3_FORCE_PATH_STYLE', { default: false, doc: '`true` for services without virtual-host buckets (MinIO, Ceph)' }),
     prefix: text('ENS_S3_PREFIX', { default: '', pattern: '^[^/].*$', shown: 'none', doc: 'key prefix inside the bucket' }),
   },
+  consent: {
+    returnPathDomain: optionalText('ENS_RETURN_PATH_DOMAIN', {
+      pattern: '^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$',
+      doc: 'domain whose mail the `inbound` role receives (its MX points there): emails are sent with a signed per-delivery return path at it, so bounces and complaints come back, and the one-click unsubscribe offers a mailto at it. Unset: no return path is set and bounces by mail are not read',
+    }),
+    softBounceHoldMs: duration('ENS_SOFT_BOUNCE_HOLD', { default: '24h', doc: 'how long a soft bounce (a full mailbox, a greylisting relay that gave up) suppresses its address' }),
+    unsubscribeTtlMs: duration('ENS_UNSUBSCRIBE_TTL', { default: '60d', doc: 'how long a one-click unsubscribe link keeps working after its email was sent (mailbox providers ask for at least 30 days); after it, or once retention removed the delivery, the link answers 404' }),
+  },
   publicUrl: optionalText('ENS_PUBLIC_URL', {
     pattern: '^https?://[^/]+(/.*)?$',
     shown: '`http://HOST:PORT`',

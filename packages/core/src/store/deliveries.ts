@@ -1,3 +1,4 @@
+import type { RecipientRefusal } from '@ens/plugin-sdk';
 import type { Db } from '../db/pool.ts';
 import { Coalescer } from '../db/coalescer.ts';
 import { inTransaction, isoSql, queryByIds } from '../db/pool.ts';
@@ -7,6 +8,7 @@ import type { Channel } from '../schemas/channel.ts';
 import type { CallbackPayload } from '../schemas/delivery.ts';
 import type { CallbackWakeup, SendWakeup } from '../nats/wakeups.ts';
 import { formatTimestamp } from '../timestamps.ts';
+import { suppressedSql, suppressionError, suppressionMatchSql, type SuppressionHit } from './suppressions.ts';
 
 /** What a worker holds after claiming a delivery for one attempt. */
 export interface ClaimedDelivery {
@@ -28,14 +30,18 @@ export interface ClaimedDelivery {
   callbackUrl: string | null;
   /** The W3C traceparent of the span that accepted the handoff; null when it was accepted untraced. */
   traceparent: string | null;
+  /** The client marks this event type as bulk: an email carries one-click unsubscribe headers. */
+  bulk: boolean;
 }
 
-export type ClaimMiss = { reason: 'done' } | { reason: 'not_due'; dueInMs: number } | { reason: 'leased' } | { reason: 'missing' };
+/** `suppressed`: the delivery is pending and due, but an entry of the suppression list stops it. */
+export type ClaimMiss =
+  | { reason: 'done' } | { reason: 'not_due'; dueInMs: number } | { reason: 'leased' } | { reason: 'missing' } | { reason: 'suppressed'; hit: SuppressionHit };
 
 export type AttemptResult =
   | { outcome: 'sent'; provider: string; providerMessageId: string }
   | { outcome: 'retry'; provider: string; error: string; delayMs: number; kind: 'transient' | 'rate_limited' }
-  | { outcome: 'failed'; provider: string; error: string; kind: 'permanent' | 'transient' | 'rate_limited' };
+  | { outcome: 'failed'; provider: string; error: string; kind: 'permanent' | 'transient' | 'rate_limited'; recipientRefusal?: RecipientRefusal };
 
 export interface Transition {
   status: 'pending' | 'sent' | 'failed';
@@ -87,6 +93,9 @@ WITH x AS (
     FROM x
    WHERE d.id = x.id AND d.id = ANY($1::uuid[])
      AND CASE WHEN d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now()) THEN true ELSE false END
+     -- Consent is read here, in the claim itself, so an entry committed at any time before it (even
+     -- after the accept) stops the send; a suppressed row is not claimed, and the miss path fails it.
+     AND NOT ${suppressedSql('d')}
   RETURNING d.id, d.version, d.attempts, d.client_id, d.handoff_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, x.provider
 ), started AS (
   INSERT INTO attempts (delivery_id, number, provider) SELECT id, attempts, provider FROM c
@@ -96,18 +105,26 @@ WITH x AS (
 )
 SELECT c.id, c.version, c.attempts, c.client_id, c.handoff_id, c.tenant, c.event_type, c.reference, c.channel, c.recipient,
        h.content, h.callback_url, h.traceparent, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
-       (h.callback_url IS NOT NULL AND cl.has_secret) AS wants_callback
+       (h.callback_url IS NOT NULL AND cl.has_secret) AS wants_callback, cl.bulk
   FROM c
   -- Each claimed row's handoff, client and tenant, looked up by key: OFFSET 0 keeps each lookup a
   -- subquery run per row, so no plan (a generic one made while the tables were empty) can scan them.
   CROSS JOIN LATERAL (SELECT h.messages -> c.channel AS content, h.callback_url, h.traceparent FROM handoffs h WHERE h.id = c.handoff_id OFFSET 0) h
-  CROSS JOIN LATERAL (SELECT cl.callback_secret_enc IS NOT NULL AS has_secret FROM clients cl WHERE cl.id = c.client_id OFFSET 0) cl
+  CROSS JOIN LATERAL (SELECT cl.callback_secret_enc IS NOT NULL AS has_secret, c.event_type = ANY (cl.bulk_event_types) AS bulk
+                        FROM clients cl WHERE cl.id = c.client_id OFFSET 0) cl
   LEFT JOIN LATERAL (SELECT t.settings FROM tenants t WHERE t.client_id = c.client_id AND t.id = c.tenant OFFSET 0) t ON true`;
 
 const CLAIM_MISS_SQL = `
-SELECT id, status, greatest(0, extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS due_ms,
-       coalesce(lease_until > now(), false) AS leased
-  FROM deliveries WHERE id = ANY($1::uuid[])`;
+SELECT d.id, d.status, greatest(0, extract(epoch FROM d.next_attempt_at - now()) * 1000)::float8 AS due_ms,
+       coalesce(d.lease_until > now(), false) AS leased,
+       hit.reason AS hit_reason, hit.scope AS hit_scope, hit.address AS hit_address, hit.since AS hit_since, hit.source AS hit_source, hit.detail AS hit_detail
+  FROM deliveries d
+  LEFT JOIN LATERAL (
+    SELECT s.reason, s.scope, s.address, ${isoSql('s.created_at')} AS since, s.source, s.detail
+      FROM suppressions s JOIN clients sc ON sc.id = s.client_id
+     WHERE d.status = 'pending' AND ${suppressionMatchSql('d')}
+     ORDER BY s.created_at LIMIT 1) hit ON true
+ WHERE d.id = ANY($1::uuid[])`;
 
 const FINISH_SQL = `
 WITH x AS (
@@ -209,6 +226,7 @@ export class DeliveryStore {
         wantsCallback: r.wants_callback,
         callbackUrl: r.callback_url,
         traceparent: r.traceparent,
+        bulk: r.bulk === true,
       });
     }
     // Each claimed row goes to the first request that named it; any other request is a miss.
@@ -220,7 +238,10 @@ export class DeliveryStore {
     });
     const missed = reqs.filter((_, i) => out[i] === null).map((r) => r.id);
     if (missed.length === 0) return out as ClaimedDelivery[];
-    const why = await this.db.query<{ id: string; status: string; due_ms: number; leased: boolean }>({ name: 'ens-claim-deliveries-missed', text: CLAIM_MISS_SQL, values: [[...new Set(missed)]] });
+    const why = await this.db.query<{
+      id: string; status: string; due_ms: number; leased: boolean;
+      hit_reason: SuppressionHit['reason'] | null; hit_scope: string; hit_address: string; hit_since: string; hit_source: SuppressionHit['source']; hit_detail: string | null;
+    }>({ name: 'ens-claim-deliveries-missed', text: CLAIM_MISS_SQL, values: [[...new Set(missed)]] });
     const byId = new Map(why.rows.map((w) => [w.id, w]));
     return out.map((o, i): ClaimedDelivery | ClaimMiss => {
       if (o !== null) return o;
@@ -228,6 +249,9 @@ export class DeliveryStore {
       if (!w) return { reason: 'missing' };
       if (w.status !== 'pending') return { reason: 'done' };
       if (w.leased) return { reason: 'leased' };
+      if (w.hit_reason !== null) {
+        return { reason: 'suppressed', hit: { reason: w.hit_reason, scope: w.hit_scope, address: w.hit_address, since: w.hit_since, source: w.hit_source, detail: w.hit_detail } };
+      }
       return { reason: 'not_due', dueInMs: Math.ceil(w.due_ms) };
     });
   }
@@ -295,6 +319,41 @@ export class DeliveryStore {
     const done = new Set(rows.map((r) => `${r.id}/${r.version}`));
     // A row named twice with the same version is updated once: only the first request counts it.
     return reqs.map((r) => done.delete(`${r.id}/${r.version}`));
+  }
+
+  /**
+   * Ends a pending delivery that the suppression list stops, without any provider call: `failed`
+   * with `last_error` naming the entry, no attempt counted, and its callback queued as for any
+   * failure. Versioned like every transition: a delivery that moved on meanwhile (leased, ended,
+   * no longer suppressed) is left alone. Returns null when nothing changed.
+   */
+  async failSuppressed(id: string, hit: SuppressionHit): Promise<{ callback: CallbackWakeup | null } | null> {
+    const error = suppressionError(hit);
+    return inTransaction(this.db, async (c) => {
+      const failed = await c.query(
+        `UPDATE deliveries d SET status = 'failed', last_error = $2, lease_until = NULL, version = d.version + 1, stamp_pending = true
+           FROM handoffs h, clients cl
+          WHERE d.id = $1 AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now()) AND ${suppressedSql('d')}
+            AND h.id = d.handoff_id AND cl.id = d.client_id
+        RETURNING d.id, d.reference, d.channel, d.recipient, d.attempts, d.provider_message_id, d.client_id,
+                  ${isoSql('d.sent_at')} AS sent_at, ${isoSql('d.delivered_at')} AS delivered_at, ${isoSql('d.read_at')} AS read_at,
+                  h.callback_url, h.traceparent, (h.callback_url IS NOT NULL AND cl.callback_secret_enc IS NOT NULL) AS wants_callback`,
+        [id, error],
+      );
+      const f = failed.rows[0];
+      if (!f) return null;
+      if (!f.wants_callback) return { callback: null };
+      const callbackId = newId();
+      await c.query('INSERT INTO callbacks (id, delivery_id, client_id, url, body, traceparent) VALUES ($1, $2, $3, $4, $5, $6)', [
+        callbackId, f.id, f.client_id, f.callback_url,
+        serialiseCallback({
+          delivery_id: f.id, reference: f.reference, channel: f.channel, recipient: f.recipient, status: 'failed', attempts: f.attempts,
+          provider_message_id: f.provider_message_id, sent_at: f.sent_at, delivered_at: f.delivered_at, read_at: f.read_at, last_error: error,
+        }),
+        f.traceparent,
+      ]);
+      return { callback: { id: callbackId, clientId: f.client_id } };
+    });
   }
 
   /**

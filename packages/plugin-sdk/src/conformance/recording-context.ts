@@ -1,8 +1,10 @@
-import type { PluginContext, StatusUpdate } from '../contract.ts';
+import type { PluginContext, RecipientReport, StatusUpdate } from '../contract.ts';
 
 /** A PluginContext that keeps what the plugin did, for the kit's assertions. */
 export interface RecordingContext extends PluginContext {
   reports: StatusUpdate[];
+  /** Reports about recipients (bounces, complaints, opt-outs), in order (SDK 1.3). */
+  recipientReports: RecipientReport[];
   logs: { level: string; obj: object; msg?: string }[];
   /** URLs the plugin fetched through `outbound`, in order. */
   outboundUrls: string[];
@@ -12,12 +14,14 @@ export interface RecordingContext extends PluginContext {
 
 export function recordingContext(media: Record<string, { bytes: Buffer; mediaType: string }> = {}): RecordingContext {
   const reports: StatusUpdate[] = [];
+  const recipientReports: RecipientReport[] = [];
   const logs: RecordingContext['logs'] = [];
   const waiters = new Set<() => void>();
   const log = (level: string) => (obj: object, msg?: string) => void logs.push({ level, obj, msg });
   const outboundUrls: string[] = [];
   return {
     reports,
+    recipientReports,
     logs,
     outboundUrls,
     // The kit's fakes listen on loopback, which ENS's guard refuses by default: this guard checks
@@ -44,6 +48,11 @@ export function recordingContext(media: Record<string, { bytes: Buffer; mediaTyp
     async reportStatus(u) {
       reports.push(u);
       for (const w of waiters) w();
+    },
+    async reportRecipient(r) {
+      recipientReports.push(r);
+      for (const w of waiters) w();
+      return { entries: 1 };
     },
     waitForReport(match, ms) {
       const found = reports.find(match);
