@@ -3,9 +3,9 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import stringify from 'safe-stable-stringify';
 import {
-  AcceptedHandoff, acceptHandoff, checkOutboundUrl, Errors, Handoff, mediaKey, newId, planDeliveries, refuseBeforeStoring, type AcceptedHandoff as AcceptedHandoffT, type Channel, type FieldError, type Handoff as HandoffT, type Runtime,
+  accept, AcceptedHandoff, checkOutboundUrl, Errors, Handoff, mediaKey, planDeliveries, refuseBeforeStoring, type Channel, type FieldError, type Handoff as HandoffT, type Prepared, type Runtime,
 } from '@ens/core';
-import { deliveriesAccepted, recordMediaPuts, wakeFeed, wakeSenders } from '@ens/core/internal';
+import { deliveriesAccepted, recordMediaPuts } from '@ens/core/internal';
 import { acceptSpanHooks, acceptTraceparent } from '../accept-tracing.ts';
 import { errorResponses, success, V2_ERRORS } from '../openapi/responses.ts';
 import { SEND_EXAMPLES, withExamples } from '../openapi/send-examples.ts';
@@ -158,46 +158,34 @@ export function messagesRoute(app: FastifyInstance, rt: Runtime): void {
       }
       const requestHash = sha256(stringify(handoff) ?? '');
       const decoded = decodeImages(rt, handoff);
-      const handoffId = newId();
-      const deliveries = planned.map((p) => ({ id: newId(), channel: p.channel, recipient: p.recipient }));
       const client = req.client;
       const quota = (channel: Channel) => client.dailyQuota[channel] ?? rt.config.dailyQuota;
-      let mediaRefs: { key: string; deliveryId: string }[] | undefined;
-      if ([...decoded.values()].some((images) => images.length > 0)) {
-        // Files outlive a rolled-back transaction: refuse what can be refused before writing any.
-        const replay = await refuseBeforeStoring(rt.db, { clientId: client.id, idempotencyKey: key, requestHash, tenant: handoff.tenant, deliveries, quota });
-        if (replay !== null) return sendAccepted(reply.header('idempotent-replayed', 'true'), replay);
-        mediaRefs = await storeImages(rt, handoff, decoded, deliveries);
-      }
-      const accepted: AcceptedHandoffT = {
-        handoff_id: handoffId,
-        tenant: handoff.tenant,
-        event_type: handoff.event_type,
-        reference: handoff.reference ?? null,
-        status: 'pending',
-        deliveries: deliveries.map((d) => ({ delivery_id: d.id, channel: d.channel, recipient: d.recipient, status: 'pending' as const })),
-      };
-      const result = await acceptHandoff(rt.db, {
+      const hasImages = [...decoded.values()].some((images) => images.length > 0);
+      // The door mints the ids, stores the handoff and wakes its senders and the feed after the commit.
+      const result = await accept(rt, {
         clientId: client.id,
         idempotencyKey: key,
         requestHash,
-        responseBody: JSON.stringify(accepted),
-        handoffId,
         tenant: handoff.tenant,
         eventType: handoff.event_type,
         reference: handoff.reference ?? null,
         callbackUrl,
+        planned,
         messages: storedMessages(handoff, decoded),
-        deliveries,
-        ...(mediaRefs ? { mediaRefs } : {}),
         quota,
-        traceparent: acceptTraceparent(req, { clientId: client.id, tenant: handoff.tenant, deliveries: deliveries.length }),
+        async prepare({ deliveries }): Promise<Prepared> {
+          let mediaRefs: { key: string; deliveryId: string }[] | undefined;
+          if (hasImages) {
+            // Files outlive a rolled-back transaction: refuse what can be refused before writing any.
+            const replay = await refuseBeforeStoring(rt.db, { clientId: client.id, idempotencyKey: key, requestHash, tenant: handoff.tenant, deliveries, quota });
+            if (replay !== null) return { replay };
+            mediaRefs = await storeImages(rt, handoff, decoded, deliveries);
+          }
+          return { mediaRefs, traceparent: acceptTraceparent(req, { clientId: client.id, tenant: handoff.tenant, deliveries: deliveries.length }) };
+        },
       });
       if (result.outcome === 'created') {
-        // After the commit: the 202 must not wait for JetStream, and a lost wake-up is re-sent by the sweeper.
-        wakeSenders(rt.nc, deliveries.map((d) => ({ ...d, clientId: client.id, tenant: handoff.tenant, eventType: handoff.event_type })), rt.logger);
-        wakeFeed(rt.nc);
-        for (const d of deliveries) deliveriesAccepted.inc({ channel: d.channel });
+        for (const d of result.deliveries) deliveriesAccepted.inc({ channel: d.channel });
       } else {
         reply.header('idempotent-replayed', 'true');
       }

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { acceptHandoff, guardedFetch, isHttpError, newId, planDeliveries, type Handoff, type Runtime } from '@ens/core';
-import { wakeSenders } from '@ens/core/internal';
+import { accept, guardedFetch, isHttpError, newId, planDeliveries, type Handoff, type Runtime } from '@ens/core';
 
 /** The internal client and tenant that alert emails are sent as, made on first use. */
 export const ALERTS_CLIENT_NAME = 'ens-ops-alerts';
@@ -76,25 +75,20 @@ export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): P
   // One key per firing (or per test): the email's reference, alert-firing-… or alert-test-….
   const key = handoff.reference!;
   const planned = planDeliveries(handoff, { maxRecipients: rt.config.maxRecipients });
-  const handoffId = newId();
-  const deliveries = planned.map((p) => ({ id: newId(), channel: p.channel, recipient: p.recipient }));
-  const body = JSON.stringify({ handoff_id: handoffId, tenant: handoff.tenant, event_type: handoff.event_type, reference: handoff.reference, status: 'pending', deliveries: deliveries.map((d) => ({ delivery_id: d.id, channel: d.channel, recipient: d.recipient, status: 'pending' })) });
   try {
-    const r = await acceptHandoff(rt.db, {
+    // The door wakes the email's sender and the feed once it is stored (a replay wakes nothing).
+    await accept(rt, {
       clientId,
       idempotencyKey: key,
       requestHash: createHash('sha256').update(key).digest('base64url'),
-      responseBody: body,
-      handoffId,
       tenant: handoff.tenant,
       eventType: handoff.event_type,
       reference: handoff.reference ?? null,
       callbackUrl: null,
+      planned,
       messages: { email: handoff.messages[0]!.content },
-      deliveries,
       quota: (ch) => client?.dailyQuota[ch] ?? rt.config.dailyQuota,
     });
-    if (r.outcome === 'created') wakeSenders(rt.nc, deliveries.map((d) => ({ ...d, clientId, tenant: handoff.tenant, eventType: handoff.event_type })), rt.logger);
   } catch (e) {
     // Sent before (the key was used with other numbers): once per firing is what we want.
     if (isHttpError(e) && e.code === 'ENS_ERR_IDEMPOTENCY_KEY_REUSED') return;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { acceptHandoff, isHttpError, newId, type Channel, type Runtime } from '@ens/core';
-import { recordMediaPuts, wakeFeed, wakeSenders } from '@ens/core/internal';
+import { accept, isHttpError, type Channel, type Runtime } from '@ens/core';
+import { recordMediaPuts } from '@ens/core/internal';
 
 /*
  * A resend is a new delivery, made through the same accept path as POST /v2/messages, never the
@@ -59,39 +59,26 @@ export async function resendDelivery(rt: Runtime, id: string, submission: string
     }
   }
   const client = await rt.clients.get(o.client_id);
-  const handoffId = newId();
-  const deliveryId = newId();
-  const response = JSON.stringify({
-    handoff_id: handoffId,
-    tenant: o.tenant,
-    event_type: o.event_type,
-    reference: o.reference,
-    status: 'pending',
-    deliveries: [{ delivery_id: deliveryId, channel: o.channel, recipient: o.recipient, status: 'pending' }],
-  });
   try {
-    const r = await acceptHandoff(rt.db, {
+    // The door wakes the new delivery's sender and the feed once it is stored (a replay wakes nothing).
+    const r = await accept(rt, {
       clientId: o.client_id,
       idempotencyKey: `ens-console-resend-${submission}`,
       requestHash: createHash('sha256').update(`resend:${id}`).digest('base64url'),
-      responseBody: response,
-      handoffId,
       tenant: o.tenant,
       eventType: o.event_type,
       reference: o.reference,
       callbackUrl: null,
+      planned: [{ channel: o.channel, recipient: o.recipient }],
       messages: { [o.channel]: o.content },
-      deliveries: [{ id: deliveryId, channel: o.channel, recipient: o.recipient }],
-      ...(keys.length > 0 ? { mediaRefs: keys.map((key) => ({ key, deliveryId })) } : {}),
       quota: (ch) => client?.dailyQuota[ch] ?? rt.config.dailyQuota,
+      prepare: ({ deliveries }) => (keys.length > 0 ? { mediaRefs: keys.map((key) => ({ key, deliveryId: deliveries[0]!.id })) } : {}),
     });
     if (r.outcome === 'replay') {
       const first = JSON.parse(r.responseBody) as { handoff_id: string; deliveries: { delivery_id: string }[] };
       return { ok: true, deliveryId: first.deliveries[0]!.delivery_id, handoffId: first.handoff_id, replayed: true };
     }
-    wakeSenders(rt.nc, [{ id: deliveryId, channel: o.channel, clientId: o.client_id, tenant: o.tenant, eventType: o.event_type }], rt.logger);
-    wakeFeed(rt.nc);
-    return { ok: true, deliveryId, handoffId, replayed: false };
+    return { ok: true, deliveryId: r.deliveries[0]!.id, handoffId: r.handoffId, replayed: false };
   } catch (e) {
     // The accept path's refusals (tenant removed, quota used up, key reused): said as they are.
     if (isHttpError(e)) return { ok: false, code: 'refused', detail: e.message };
