@@ -2,7 +2,7 @@ import { Coalescer } from '../db/coalescer.ts';
 import type { Db } from '../db/pool.ts';
 import { Errors } from '../errors.ts';
 import type { Channel } from '../schemas/channel.ts';
-import type { AcceptInput, AcceptOutcome } from './accept.ts';
+import type { AcceptInput, AcceptOutcome } from './accept-input.ts';
 
 export interface AcceptBatcherOptions {
   /**
