@@ -36,6 +36,8 @@ export const DeliveryRecord = Type.Object({
   ...progress,
   tenant: Type.String(),
   event_type: Type.String(),
+  bounced_at: Nullable(Type.String({ format: 'date-time', description: 'email: when a bounce was reported after the send (the status stays sent); the suppression list holds the address' })),
+  complained_at: Nullable(Type.String({ format: 'date-time', description: 'email: when the recipient reported it as spam (a feedback report); the suppression list holds the address' })),
   created_at: DateTime,
   updated_at: Type.String({
     format: 'date-time',

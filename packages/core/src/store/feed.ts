@@ -6,7 +6,7 @@ import { isIsoTimestamp } from '../timestamps.ts';
 
 const RECORD_COLUMNS = `id AS delivery_id, reference, channel, recipient, status, attempts, provider_message_id,
   ${isoSql('sent_at')} AS sent_at, ${isoSql('delivered_at')} AS delivered_at, ${isoSql('read_at')} AS read_at,
-  last_error, tenant, event_type, ${isoSql('created_at')} AS created_at, ${isoSql('updated_at')} AS updated_at`;
+  last_error, tenant, event_type, ${isoSql('bounced_at')} AS bounced_at, ${isoSql('complained_at')} AS complained_at, ${isoSql('created_at')} AS created_at, ${isoSql('updated_at')} AS updated_at`;
 
 /** The cursor is opaque to callers: base64url of the last row's feed stamp. */
 function encodeCursor(updatedAt: string): string {
