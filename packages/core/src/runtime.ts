@@ -132,7 +132,8 @@ export async function openRuntime(
       tenants: new TenantStore(db),
       devices: new DeviceStore(db),
       deliveries: new DeliveryStore(db, { leases, keyed }),
-      callbacks: new CallbackStore(db, leases),
+      // The stores publish the next stage's wake-ups themselves, after their own commits.
+      callbacks: new CallbackStore(db, leases, { nc: conn, logger }),
       suppressions: new SuppressionStore(db, { softBounceHoldMs: config.consent.softBounceHoldMs }),
       media,
       tokenKey: deriveKey(masterKey, 'access-token'),

@@ -2,7 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Db } from './db/pool.ts';
 import { sweeperRequeued } from './metrics.ts';
-import { wakeCallbacks, wakeSenders } from './nats/wakeups.ts';
+import { wakeSenders } from './nats/wakeups.ts';
 import { purgeIdempotencyKeys } from './store/accept.ts';
 import type { CallbackStore } from './store/callbacks.ts';
 import type { DeliveryStore } from './store/deliveries.ts';
@@ -55,8 +55,11 @@ export function requeueOverdueDeliveries(deps: { deliveries: DeliveryStore; nc: 
   };
 }
 
-/** Re-enqueues pending callbacks whose wake-up was lost: due for longer than `graceMs` and not leased. */
-export function requeueOverdueCallbacks(deps: { callbacks: CallbackStore; nc: NatsConnection; logger: Logger }, graceMs: number): SweepJob {
+/**
+ * Re-enqueues pending callbacks whose wake-up was lost: due for longer than `graceMs` and not
+ * leased. The store wakes them after its commit.
+ */
+export function requeueOverdueCallbacks(deps: { callbacks: CallbackStore }, graceMs: number): SweepJob {
   return {
     name: 'overdue-callbacks',
     everyMs: OVERDUE_EVERY_MS,
@@ -65,7 +68,6 @@ export function requeueOverdueCallbacks(deps: { callbacks: CallbackStore; nc: Na
       const overdue = await deps.callbacks.takeOverdue(graceMs, OVERDUE_BATCH);
       if (overdue.length === 0) return;
       sweeperRequeued.inc({ kind: 'callback' }, overdue.length);
-      wakeCallbacks(deps.nc, overdue, deps.logger);
     },
   };
 }

@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
-import { metricsRegistry, type CallbackStore, type DeliveryStore } from '@ens/core';
+import { CallbackStore, metricsRegistry, type DeliveryStore } from '@ens/core';
 import {
   purgeExpiredIdempotencyKeys, requeueOverdueCallbacks, requeueOverdueDeliveries, startSweeper, type Db, type SweepJob,
 } from '@ens/core/internal';
@@ -86,9 +86,11 @@ t.test('overdue deliveries are woken on their channel queue and counted', async 
 t.test('overdue callbacks are woken on the callbacks queue with their client, and counted', async (t) => {
   const { logger } = recordingLogger();
   const { nc, published } = fakeNats();
-  const callbacks = { takeOverdue: async () => [{ id: 'c1', clientId: 'ens_a' }, { id: 'c2', clientId: 'ens_b' }, { id: 'c3', clientId: 'ens_a' }] } as unknown as CallbackStore;
+  // The store wakes what it took, after its statement: a real one, over a database that answers the rows.
+  const db = { query: async () => ({ rows: [{ id: 'c1', clientId: 'ens_a' }, { id: 'c2', clientId: 'ens_b' }, { id: 'c3', clientId: 'ens_a' }] }) } as unknown as Db;
+  const callbacks = new CallbackStore(db, db, { nc, logger });
   const before = await requeued('callback');
-  const job = requeueOverdueCallbacks({ callbacks, nc, logger }, 30_000);
+  const job = requeueOverdueCallbacks({ callbacks }, 30_000);
   t.equal(job.everyMs, 2_000);
   await job.run();
   t.same(published, [['ens.callbacks.post', 'c1 ens_a'], ['ens.callbacks.post', 'c2 ens_b'], ['ens.callbacks.post', 'c3 ens_a']], 'each with its client, for fair posting');

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { CallbackStore, ClientStore, MASTER_KEY_MISMATCH, migrate, type Config } from '@ens/core';
-import { createPool, resolveMasterKey, SecretBox, connectNats, ensureTopology, wakeCallbacks, type CallbackWakeup, type Db } from '@ens/core/internal';
+import { createPool, resolveMasterKey, SecretBox, connectNats, ensureTopology, type CallbackWakeup, type Db } from '@ens/core/internal';
 import { resolveEngines } from '../engines.ts';
 import { operatorOptions } from '../operator-options.ts';
 import { UsageError } from '../output.ts';
@@ -8,9 +8,13 @@ import { UsageError } from '../output.ts';
 export interface AdminSession {
   db: Db;
   clients: ClientStore;
+  /** The callbacks, to read (dead letters); replays go through replayCallbacks. */
   callbacks: CallbackStore;
-  /** Wakes the callbacks role; without NATS, the role's sweeper picks the work up within a minute. */
-  wakeCallbacks(callbacks: CallbackWakeup[]): Promise<void>;
+  /**
+   * Puts dead letters back in the queue; the store wakes the callbacks role after its commit. Without
+   * NATS, the role's sweeper picks the work up within a minute.
+   */
+  replayCallbacks(sel: { ids?: string[]; clientId?: string }): Promise<CallbackWakeup[]>;
 }
 
 /**
@@ -29,15 +33,14 @@ export async function withAdminSession<T>(config: Config, fn: (s: AdminSession) 
       db,
       clients,
       callbacks: new CallbackStore(db),
-      async wakeCallbacks(callbacks) {
-        if (callbacks.length === 0 || !engines.natsUrl) return;
-        const nc = await connectNats(engines.natsUrl, 'ens-cli').catch(() => null);
-        if (!nc) return;
+      async replayCallbacks(sel) {
+        // This command's own store, with the NATS connection it wakes through when one is reachable.
+        const nc = engines.natsUrl ? await connectNats(engines.natsUrl, 'ens-cli').catch(() => null) : null;
         try {
-          await ensureTopology(nc, config.natsReplicas);
-          wakeCallbacks(nc, callbacks, logger);
+          if (nc) await ensureTopology(nc, config.natsReplicas);
+          return await new CallbackStore(db, db, nc ? { nc, logger } : null).replay(sel);
         } finally {
-          await nc.drain().catch(() => {});
+          await nc?.drain().catch(() => {});
         }
       },
     };

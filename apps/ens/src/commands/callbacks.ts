@@ -24,8 +24,7 @@ function plan(a: { sub: string | undefined; ids: string[]; client?: string; limi
       const bad = a.ids.find((id) => !UUID.test(id));
       if (bad) throw new UsageError(`"${bad}" is not a callback id (see ens callbacks dead-letters)`);
       return async (s) => {
-        const replayed = await s.callbacks.replay({ ids: a.ids.length > 0 ? a.ids : undefined, clientId: a.client });
-        await s.wakeCallbacks(replayed);
+        const replayed = await s.replayCallbacks({ ids: a.ids.length > 0 ? a.ids : undefined, clientId: a.client });
         print({ replayed: replayed.map((c) => c.id) });
       };
     }

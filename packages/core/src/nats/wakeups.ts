@@ -22,6 +22,16 @@ function publishAll(nc: NatsConnection, subject: (i: number) => string, ids: str
   return sent;
 }
 
+/**
+ * Where a store publishes the next stage's wake-ups after its own commits (the Runtime's NATS
+ * connection and logger). A store made without one (a test, a tool without NATS) publishes
+ * nothing; the sweepers and the feed's poll then pick the work up.
+ */
+export interface WakeupTarget {
+  nc: NatsConnection;
+  logger: Logger;
+}
+
 /** What a send wake-up names: the delivery, and the flow the worker schedules it in. */
 export interface SendWakeup {
   id: string;

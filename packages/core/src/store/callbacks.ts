@@ -1,7 +1,7 @@
 import type { Db } from '../db/pool.ts';
 import { Coalescer } from '../db/coalescer.ts';
 import { isoSql, queryByIds } from '../db/pool.ts';
-import type { CallbackWakeup } from '../nats/wakeups.ts';
+import { wakeCallbacks, type CallbackWakeup, type WakeupTarget } from '../nats/wakeups.ts';
 
 export interface ClaimedCallback {
   id: string;
@@ -107,12 +107,18 @@ export class CallbackStore {
   readonly #claims: Coalescer<ClaimRequest, CallbackClaim>;
   readonly #records: Coalescer<RecordRequest, void>;
   readonly #holdOffs: Coalescer<HoldOffRequest, void>;
+  readonly #wake: WakeupTarget | null;
 
-  /** @param leases a pool with asynchronous commit (see createAsyncCommitPool), for claims and attempt records */
+  /**
+   * @param leases a pool with asynchronous commit (see createAsyncCommitPool), for claims and attempt records
+   * @param wake where callbacks put back in the queue (replays, the sweeper's) are woken after the commit
+   */
   constructor(
     private readonly db: Db,
     private readonly leases: Db = db,
+    wake: WakeupTarget | null = null,
   ) {
+    this.#wake = wake;
     this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), { maxBatch: CLAIM_BATCH, maxInFlight: IN_FLIGHT });
     this.#records = new Coalescer((reqs) => this.#recordBatch(reqs), { maxBatch: RECORD_BATCH, maxInFlight: IN_FLIGHT });
     this.#holdOffs = new Coalescer((reqs) => this.#holdOffBatch(reqs), { maxBatch: HOLD_OFF_BATCH, flush: 'end-of-turn' });
@@ -197,7 +203,10 @@ export class CallbackStore {
     return rows;
   }
 
-  /** Puts dead letters back in the queue (by id, or all of a client's); returns the callbacks to wake. */
+  /**
+   * Puts dead letters back in the queue (by id, or all of a client's) and wakes the callbacks role
+   * for them after the commit; returns them.
+   */
   async replay(sel: { ids?: string[]; clientId?: string }): Promise<CallbackWakeup[]> {
     const { rows } = await this.db.query<CallbackWakeup>(
       `UPDATE callbacks SET status = 'pending', next_attempt_at = now(), lease_until = NULL, attempt_base = attempts, updated_at = now()
@@ -205,10 +214,14 @@ export class CallbackStore {
        RETURNING id, client_id AS "clientId"`,
       [sel.ids ?? null, sel.clientId ?? null],
     );
+    this.#wakeAll(rows);
     return rows;
   }
 
-  /** Pending callbacks whose wake-up was lost; pushes their due time by the grace (see DeliveryStore.takeOverdue). */
+  /**
+   * Pending callbacks whose wake-up was lost: pushes their due time by the grace (see
+   * DeliveryStore.takeOverdue), wakes the callbacks role for them again, and returns them.
+   */
   async takeOverdue(graceMs: number, limit: number): Promise<CallbackWakeup[]> {
     const { rows } = await this.db.query<CallbackWakeup>(
       `UPDATE callbacks SET swept_at = now()
@@ -220,6 +233,12 @@ export class CallbackStore {
        RETURNING id, client_id AS "clientId"`,
       [graceMs, limit],
     );
+    this.#wakeAll(rows);
     return rows;
+  }
+
+  /** After a commit that put callbacks (back) in the queue: the callbacks role's wake-ups. Never throws. */
+  #wakeAll(callbacks: readonly CallbackWakeup[]): void {
+    if (this.#wake && callbacks.length > 0) wakeCallbacks(this.#wake.nc, callbacks, this.#wake.logger);
   }
 }

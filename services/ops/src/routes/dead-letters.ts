@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { wakeCallbacks } from '@ens/core/internal';
 import { clientNames } from '../queries/clients.ts';
 import { deadLetterIdsOfGroup, findDeadLetterGroup, listDeadLetterGroups, listDeadLetters, type DeadLetterGroup, type DeadLetterRow } from '../queries/dead-letters.ts';
 import { actorOf, formValue, pageContext, queryValue, redirectWithFlash, type ConsoleDeps, sendPage } from '../request-context.ts';
@@ -48,11 +47,8 @@ function safeBack(v: string): string {
 export function deadLetterRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const { rt } = deps;
 
-  const replayed = async (sel: Parameters<typeof rt.callbacks.replay>[0]): Promise<string[]> => {
-    const done = await rt.callbacks.replay(sel);
-    wakeCallbacks(rt.nc, done, rt.logger);
-    return done.map((c) => c.id);
-  };
+  // The store wakes the callbacks role for what it put back in the queue.
+  const replayed = async (sel: Parameters<typeof rt.callbacks.replay>[0]): Promise<string[]> => (await rt.callbacks.replay(sel)).map((c) => c.id);
 
   app.get('/dead-letters', async (req, reply) => {
     const client = queryValue(req.query, 'client');
