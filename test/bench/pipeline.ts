@@ -80,8 +80,10 @@ export interface EnsPipelineResult {
  * ENS: `handoffs` × `perHandoff` sms deliveries (sandbox), POSTed 8 at a time. Rate = N / (first POST
  * → the poll that finds no delivery pending). ENS must be idle before this starts.
  */
-export async function ensPipeline(baseUrl: string, token: string, db: pg.Pool, handoffs: number, perHandoff: number, label = 'pipeline'): Promise<EnsPipelineResult> {
-  const bodies = Array.from({ length: handoffs }, (_, i) => handoffBody(phones(perHandoff, i * perHandoff), { eventType: label }));
+export async function ensPipeline(
+  baseUrl: string, token: string, db: pg.Pool, handoffs: number, perHandoff: number, label = 'pipeline', tenant = 'bench',
+): Promise<EnsPipelineResult> {
+  const bodies = Array.from({ length: handoffs }, (_, i) => handoffBody(phones(perHandoff, i * perHandoff), { eventType: label, tenant }));
   const p = ensPool(baseUrl, 8);
   const non202: Record<string, number> = {};
   try {

@@ -3,7 +3,8 @@
  * on one machine, and reports every figure as a ratio against the raw engine measured in that run.
  *
  * Environment:
- *   BENCH_ONLY=accept,memory,pipeline,fanout,fairness,callbacks,feed,scaling,peers  run a subset (default: all)
+ *   BENCH_ONLY=accept,memory,pipeline,suppressions,fanout,fairness,callbacks,feed,scaling,peers  run a subset (default: all)
+ *   BENCH_SUPPRESSIONS=1000000  suppressions phase: entries in the suppressed tenant's list
  *   BENCH_FEED_ROWS=1000000   deliveries in the feed phase (inserting a million takes a while)
  *   BENCH_MEMORY_SECONDS=20  length of the sustained load in the memory phase
  *   BENCH_REDIS_URL=redis://127.0.0.1:6379  the Redis of the BullMQ peer (peers phase; skipped when unreachable)
@@ -45,7 +46,7 @@ import { medianOf, summarise } from './stats.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const TMPFS_MAGIC = 0x01021994;
-const PHASES = ['accept', 'memory', 'pipeline', 'fanout', 'fairness', 'callbacks', 'feed', 'scaling', 'peers'] as const;
+const PHASES = ['accept', 'memory', 'pipeline', 'suppressions', 'fanout', 'fairness', 'callbacks', 'feed', 'scaling', 'peers'] as const;
 type Phase = (typeof PHASES)[number];
 
 const ACCEPT = { concurrency: 32, warmupMs: 2_000, durationMs: 8_000 };
@@ -334,6 +335,50 @@ async function main(): Promise<number> {
             `PostgreSQL per delivery ${formatPgPerOp(ensDiag, ens.n)}.`,
         );
         report.data.pipeline = { raw, ens };
+      });
+    }
+
+    // ── 2b. The pipeline with a large suppression list ───────────────────────────────────────────
+    if (phases.has('suppressions')) {
+      await phase('suppressions', async () => {
+        const entries = Number(process.env.BENCH_SUPPRESSIONS ?? 1_000_000);
+        if (!Number.isInteger(entries) || entries < 1 || entries > 1_000_000) throw new Error('BENCH_SUPPRESSIONS must be an integer from 1 to 1000000');
+        await provisionTenant(api.baseUrl, token, 'bench-suppressed');
+        progress(`suppressions: ${entries.toLocaleString('en-US')} entries into tenant "bench-suppressed" (none match the pipeline's numbers)`);
+        const t0 = performance.now();
+        // Numbers among the pipeline's own (+1 555 ppp ssss with ssss of 3000..9999, see phone()),
+        // ending in 1000..1999, so none matches a send yet every look-up walks the same part of the
+        // index as a real list would.
+        await db.query(
+          `INSERT INTO suppressions (client_id, tenant, channel, address, reason, source)
+           SELECT $1, 'bench-suppressed', 'sms', '+1555' || lpad((g / 1000)::text, 3, '0') || (1000 + g % 1000)::text, 'manual', 'import'
+             FROM generate_series(0, $2::int - 1) g ON CONFLICT DO NOTHING`,
+          [client.clientId, entries],
+        );
+        await db.query('ANALYZE suppressions');
+        progress(`suppressions: list filled in ${ms(performance.now() - t0)}`);
+        const per = PIPELINE_N / PIPELINE_HANDOFFS;
+        const pairs = 5;
+        const none: number[] = [];
+        const million: number[] = [];
+        // Alternating runs, so that the record growing under them slows both sides alike.
+        for (let i = 0; i < pairs; i++) {
+          await waitIdle(db, 'suppressions');
+          const a = await ensPipeline(api.baseUrl, token, db, PIPELINE_HANDOFFS, per, 'suppressions-none', 'bench');
+          await waitIdle(db, 'suppressions');
+          const b = await ensPipeline(api.baseUrl, token, db, PIPELINE_HANDOFFS, per, 'suppressions-list', 'bench-suppressed');
+          none.push(a.rate);
+          million.push(b.rate);
+          progress(`suppressions: pair ${i + 1}: no list ${fmt(a.rate)}/s, ${entries.toLocaleString('en-US')} entries ${fmt(b.rate)}/s`);
+        }
+        const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+        report.ratioRow(`Pipeline with ${entries.toLocaleString('en-US')} suppressions vs none`, median(none), median(million), '/s', 0.97);
+        report.note(
+          `Suppressions: ${pairs} alternating pairs of the pipeline (${PIPELINE_HANDOFFS} handoffs × ${per} sms), one tenant with an empty suppression list and one with ` +
+            `${entries.toLocaleString('en-US')} entries (none matching, so every delivery is sent and each claim looks its address up). ` +
+            `No list: ${none.map(fmt).join(', ')}/s; with the list: ${million.map(fmt).join(', ')}/s; medians compared.`,
+        );
+        report.data.suppressions = { entries, none, million };
       });
     }
 

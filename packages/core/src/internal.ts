@@ -18,7 +18,7 @@ export { ProviderPacer, type Pace } from './scheduling/provider-pacer.ts';
 export { consumeWorkQueue, type WorkQueueConsumer, type WorkQueueOptions } from './nats/work-queue.ts';
 export { registerLoop, downLoops, allLoops, consumerUp, type LoopHealth, type LoopState } from './nats/loop-health.ts';
 
-export { startSweeper, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, type SweepJob, type Sweeper } from './sweeper.ts';
+export { startSweeper, purgeLapsedSuppressions, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, type SweepJob, type Sweeper } from './sweeper.ts';
 export { readBacklogAge, measureBacklogIn, type BacklogAge, type BacklogKind } from './backlog.ts';
 export {
   httpDuration, deliveriesAccepted, attemptsTotal, suppressedSends, suppressionReports, callbackPosts, callbacksDeferred, feedStamped, sweeperRequeued, mediaCollected, retentionRemoved, retentionBatches, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,

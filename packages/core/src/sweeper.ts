@@ -1,18 +1,18 @@
-import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Db } from './db/pool.ts';
 import { sweeperRequeued } from './metrics.ts';
-import { wakeSenders } from './nats/wakeups.ts';
 import { purgeIdempotencyKeys } from './store/accept.ts';
 import type { CallbackStore } from './store/callbacks.ts';
 import type { DeliveryStore } from './store/deliveries.ts';
+import type { SuppressionStore } from './store/suppressions.ts';
 
 /*
  * PostgreSQL is the source of truth and JetStream only carries wake-ups, so a wake-up lost with a
  * crash or with the JetStream store would strand its row. The sweeper is what makes that loss
  * harmless (invariant 1): it looks in PostgreSQL for work that is due and not in flight and wakes
- * the role again. It needs only the stores and the NATS connection, never a consume loop, so it
- * keeps working while a loop is down, and each job runs on its own timer, so one job that fails
+ * the role again (the stores publish the wake-ups, after their own commits). It needs only the
+ * stores, never a consume loop, so it keeps working while a loop is down, and each job runs on
+ * its own timer, so one job that fails
  * (PostgreSQL away) delays none of the others.
  */
 
@@ -39,8 +39,11 @@ const OVERDUE_BATCH = 1000;
 /** Expired keys are only storage, so a slow purge is enough. */
 const PURGE_EVERY_MS = 600_000;
 
-/** Re-enqueues pending deliveries whose wake-up was lost: due for longer than `graceMs` and not leased. */
-export function requeueOverdueDeliveries(deps: { deliveries: DeliveryStore; nc: NatsConnection; logger: Logger }, graceMs: number): SweepJob {
+/**
+ * Re-enqueues pending deliveries whose wake-up was lost: due for longer than `graceMs` and not
+ * leased. The store wakes their senders after its commit.
+ */
+export function requeueOverdueDeliveries(deps: { deliveries: DeliveryStore; logger: Logger }, graceMs: number): SweepJob {
   return {
     name: 'overdue-deliveries',
     everyMs: OVERDUE_EVERY_MS,
@@ -50,7 +53,6 @@ export function requeueOverdueDeliveries(deps: { deliveries: DeliveryStore; nc: 
       if (overdue.length === 0) return;
       sweeperRequeued.inc({ kind: 'delivery' }, overdue.length);
       deps.logger.info({ count: overdue.length }, 'sweeper re-enqueued deliveries');
-      wakeSenders(deps.nc, overdue, deps.logger);
     },
   };
 }
@@ -80,6 +82,21 @@ export function purgeExpiredIdempotencyKeys(deps: { db: Db }, ttlMs: number): Sw
     failureMessage: 'idempotency key purge failed; will try again',
     async run() {
       await purgeIdempotencyKeys(deps.db, ttlMs);
+    },
+  };
+}
+
+/**
+ * Removes soft-bounce entries whose hold has lapsed. The send path already ignores them (the claim
+ * reads expires_at); this only keeps the list from filling with them.
+ */
+export function purgeLapsedSuppressions(deps: { suppressions: SuppressionStore }): SweepJob {
+  return {
+    name: 'lapsed-suppression-purge',
+    everyMs: PURGE_EVERY_MS,
+    failureMessage: 'lapsed suppression purge failed; will try again',
+    async run() {
+      while ((await deps.suppressions.purgeLapsed()) > 0);
     },
   };
 }

@@ -1,7 +1,7 @@
-import { CHANNELS, checkOutboundUrl, guardedFetch, type Channel, type Runtime } from '@ens/core';
+import { CHANNELS, checkOutboundUrl, guardedFetch, reportForDelivery, type Channel, type Runtime } from '@ens/core';
 import {
   collectUnusedMedia, consumeWorkQueue, keepStatisticsFresh, ProviderPacer, purgeExpiredIdempotencyKeys, removeExpiredRecords, requeueOverdueDeliveries, SchedulingPolicy, SEND_LANES, SEND_STREAM, sendConsumer, sendWaiting,
-  startSweeper, suppressionReports, wakeCallbacks, wakeFeed, type Pace,
+  startSweeper, purgeLapsedSuppressions, suppressionReports, type Pace,
 } from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
@@ -56,12 +56,8 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
         await new Promise((resolve) => setTimeout(resolve, wait));
         r = await rt.deliveries.applyStatusReport(report);
       }
-      if (!r) {
-        logger.warn({ providerMessageId: u.providerMessageId }, 'status report for an unknown message');
-        return;
-      }
-      if (r.changed) wakeFeed(rt.nc);
-      if (r.callback) wakeCallbacks(rt.nc, [r.callback], rt.logger);
+      // The store wakes the feed and the callbacks role after the report's commit.
+      if (!r) logger.warn({ providerMessageId: u.providerMessageId }, 'status report for an unknown message');
     },
     async reportRecipient(r) {
       suppressionReports.inc({ source: 'provider', kind: r.kind });
@@ -69,17 +65,17 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
         const find = { provider: pluginName, providerMessageId: r.providerMessageId };
         const report = { kind: r.kind, source: 'provider' as const, provider: pluginName, detail: r.detail, at: r.at };
         // As for status reports: the report may overtake the send's record of its message id.
-        let res = await rt.suppressions.reportForDelivery(find, report);
+        // Through core's door, which wakes the feed when the report marks the delivery.
+        let res = await reportForDelivery(rt, find, report);
         for (const wait of UNKNOWN_REPORT_RETRY_MS) {
           if (res) break;
           await new Promise((resolve) => setTimeout(resolve, wait));
-          res = await rt.suppressions.reportForDelivery(find, report);
+          res = await reportForDelivery(rt, find, report);
         }
         if (!res) {
           logger.warn({ providerMessageId: r.providerMessageId, kind: r.kind }, 'recipient report for an unknown message');
           return { entries: 0 };
         }
-        if (res.changed) wakeFeed(rt.nc);
         return { entries: res.entries };
       }
       if (r.address === undefined || r.channel === undefined) {
@@ -147,7 +143,7 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
 
   const sweeper = startSweeper([
     requeueOverdueDeliveries(rt, rt.config.sweepGraceMs), purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs), collectUnusedMedia(rt, rt.config.mediaGraceMs),
-    removeExpiredRecords(rt, { retentionMs: rt.config.retentionMs }), keepStatisticsFresh(rt),
+    removeExpiredRecords(rt, { retentionMs: rt.config.retentionMs }), keepStatisticsFresh(rt), purgeLapsedSuppressions(rt),
   ], rt.logger);
 
   return {
