@@ -11,8 +11,12 @@ export type DbClient = pg.PoolClient;
  * grows (issue 11: a third to half of the pipeline's rate lost after 25,000 deliveries, one scan of
  * attempts per batch). Those plans are ruled out for them: by the session settings of the pools made
  * for them (createPool's `byIds`), or within the statement's own transaction on any other pool.
+ * They are also always planned generically, once per session: each is written so that its generic
+ * plan reads only its batch, and PostgreSQL's choice between a custom and a generic plan follows
+ * the costs of the first batches, which a session's first, single-row batches skew (a claim with
+ * the suppression list's per-row look-up was kept on custom plans, planned again every batch).
  */
-const BY_IDS_SETTINGS = ['enable_seqscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off'];
+const BY_IDS_SETTINGS = ['enable_seqscan=off', 'enable_hashjoin=off', 'enable_mergejoin=off', 'plan_cache_mode=force_generic_plan'];
 /** Pools whose every session plans statements as lookups by key (see BY_IDS); queryByIds uses them as they are. */
 const keyedPools = new WeakSet<Db>();
 
