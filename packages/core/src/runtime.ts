@@ -131,8 +131,8 @@ export async function openRuntime(
       clients: new ClientStore(db, box),
       tenants: new TenantStore(db),
       devices: new DeviceStore(db),
-      deliveries: new DeliveryStore(db, { leases, keyed }),
       // The stores publish the next stage's wake-ups themselves, after their own commits.
+      deliveries: new DeliveryStore(db, { leases, keyed }, { nc: conn, logger }),
       callbacks: new CallbackStore(db, leases, { nc: conn, logger }),
       suppressions: new SuppressionStore(db, { softBounceHoldMs: config.consent.softBounceHoldMs }),
       media,

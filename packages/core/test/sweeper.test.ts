@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
-import { CallbackStore, metricsRegistry, type DeliveryStore } from '@ens/core';
+import { CallbackStore, DeliveryStore, metricsRegistry } from '@ens/core';
 import {
   purgeExpiredIdempotencyKeys, requeueOverdueCallbacks, requeueOverdueDeliveries, startSweeper, type Db, type SweepJob,
 } from '@ens/core/internal';
@@ -64,18 +64,22 @@ t.test('a job that fails is logged with its own warning and stops neither itself
 t.test('overdue deliveries are woken on their channel queue and counted', async (t) => {
   const { logger } = recordingLogger();
   const { nc, published } = fakeNats();
-  const asked: [number, number][] = [];
-  const deliveries = {
-    takeOverdue: async (graceMs: number, limit: number) => {
-      asked.push([graceMs, limit]);
-      return [
-        { id: 'd1', channel: 'sms', clientId: 'ens_a', tenant: 'shop', eventType: 'order.shipped' },
-        { id: 'd2', channel: 'push', clientId: 'ens_b', tenant: 'bank', eventType: 'otp code' },
-      ];
+  const asked: unknown[] = [];
+  // The store wakes what it took, after its statement: a real one, over a database that answers the rows.
+  const db = {
+    query: async (_sql: string, params: unknown[]) => {
+      asked.push(params);
+      return {
+        rows: [
+          { id: 'd1', channel: 'sms', clientId: 'ens_a', tenant: 'shop', eventType: 'order.shipped' },
+          { id: 'd2', channel: 'push', clientId: 'ens_b', tenant: 'bank', eventType: 'otp code' },
+        ],
+      };
     },
-  } as unknown as DeliveryStore;
+  } as unknown as Db;
+  const deliveries = new DeliveryStore(db, {}, { nc, logger });
   const before = await requeued('delivery');
-  const job = requeueOverdueDeliveries({ deliveries, nc, logger }, 30_000);
+  const job = requeueOverdueDeliveries({ deliveries, logger }, 30_000);
   t.equal(job.everyMs, 2_000);
   await job.run();
   t.same(asked, [[30_000, 1000]], 'the grace and the batch size');
@@ -110,11 +114,10 @@ t.test('the idempotency key purge deletes keys past the retention, every ten min
 
 t.test('the purge runs while the overdue-deliveries job cannot reach the database', async (t) => {
   const { logger } = recordingLogger();
-  const { nc } = fakeNats();
   let purged = 0;
   const deliveries = { takeOverdue: async () => { throw new Error('connection refused'); } } as unknown as DeliveryStore;
   const db = { query: async () => { purged++; return { rowCount: 0 }; } } as unknown as Db;
-  const sweeper = startSweeper([requeueOverdueDeliveries({ deliveries, nc, logger }, 1000), purgeExpiredIdempotencyKeys({ db }, 1000)], logger);
+  const sweeper = startSweeper([requeueOverdueDeliveries({ deliveries, logger }, 1000), purgeExpiredIdempotencyKeys({ db }, 1000)], logger);
   await pause(20);
   sweeper.stop();
   t.equal(purged, 1);

@@ -2,7 +2,7 @@ import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
 import { nextRetryDelay, returnPathFor, signDeliveryToken, unsubscribeMailtoFor, type Channel, type Runtime } from '@ens/core';
 import {
-  ACK_WAIT_MS, attemptsTotal, suppressedSends, endAttemptSpan, FairSlots, parseSendWakeup, startAttemptSpan, traceparentOf, wakeCallbacks, wakeFeed, type AttemptResult, type ClaimedDelivery, type ClaimMiss,
+  ACK_WAIT_MS, attemptsTotal, suppressedSends, endAttemptSpan, FairSlots, parseSendWakeup, startAttemptSpan, traceparentOf, type AttemptResult, type ClaimedDelivery, type ClaimMiss,
   type Flow, type ProviderPacer, type SchedulingPolicy,
 } from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
@@ -130,9 +130,9 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
     if (result.outcome === 'retry' && result.kind === 'rate_limited') pacer.slowDown(result.provider, result.delayMs);
     attemptsTotal.inc({ channel, provider: result.provider, outcome: result.outcome === 'sent' ? 'sent' : result.kind });
     // If recording fails (PostgreSQL down), the message is nak'ed; the lease then runs out and
-    // the attempt is retried and the unrecorded one marked lost.
+    // the attempt is retried and the unrecorded one marked lost. The store wakes the feed, and the
+    // callbacks role for a callback the outcome queued, after its commit.
     const t = await rt.deliveries.finish(claim, result, traceparent);
-    wakeFeed(rt.nc);
     // A refusal about the recipient (an unknown mailbox, a number that opted out) suppresses the
     // address too, so that later sends to it are not made. After the outcome, not with it: if this
     // write is lost, the next send meets the same refusal and writes it again.
@@ -146,7 +146,6 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
       h.m.nak(result.delayMs);
     } else {
       h.m.ack();
-      if (t?.callbackId) wakeCallbacks(rt.nc, [{ id: t.callbackId, clientId: claim.clientId }], rt.logger);
     }
     h.done();
   };
@@ -192,11 +191,10 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
 
   const missed = (h: Held, miss: ClaimMiss) => {
     if (miss.reason === 'suppressed') {
-      // Consent stops it: failed without any provider call, and its callback queued.
-      rt.deliveries.failSuppressed(h.id, miss.hit).then((r) => {
+      // Consent stops it: failed without any provider call, and its callback queued (the store
+      // wakes the feed and the callbacks role after its commit).
+      rt.deliveries.failSuppressed(h.id, miss.hit).then(() => {
         suppressedSends.inc({ channel, reason: miss.hit.reason });
-        if (r) wakeFeed(rt.nc);
-        if (r?.callback) wakeCallbacks(rt.nc, [r.callback], rt.logger);
         h.m.ack();
         h.done();
       }, (err: unknown) => failed(h, err));

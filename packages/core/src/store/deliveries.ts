@@ -6,7 +6,7 @@ import { newId } from '../ids.ts';
 import { serialiseCallback } from '../schemas/callback-payload.ts';
 import type { Channel } from '../schemas/channel.ts';
 import type { CallbackPayload } from '../schemas/delivery.ts';
-import type { CallbackWakeup, SendWakeup } from '../nats/wakeups.ts';
+import { wakeCallbacks, wakeFeed, wakeSenders, type CallbackWakeup, type SendWakeup, type WakeupTarget } from '../nats/wakeups.ts';
 import { formatTimestamp } from '../timestamps.ts';
 import { suppressedSql, suppressionError, suppressionMatchSql, type SuppressionHit } from './suppressions.ts';
 
@@ -180,15 +180,20 @@ export class DeliveryStore {
 
   readonly #leases: Db;
   readonly #keyed: Db;
+  readonly #wake: WakeupTarget | null;
 
   /**
    * @param pools.leases a pool with asynchronous commit (see createAsyncCommitPool), for claims only
    * @param pools.keyed the pool for outcomes; both best made with createPool's `byIds` (see queryByIds)
+   * @param wake where the next stage's wake-ups go after each transition's commit (the feed's, the
+   *   callbacks role's, the senders' for swept deliveries); none are published without it
    */
   constructor(
     private readonly db: Db,
     pools: { leases?: Db; keyed?: Db } = {},
+    wake: WakeupTarget | null = null,
   ) {
+    this.#wake = wake;
     this.#leases = pools.leases ?? db;
     this.#keyed = pools.keyed ?? db;
     this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), { maxBatch: CLAIM_BATCH, maxInFlight: CLAIMS_IN_FLIGHT });
@@ -303,6 +308,7 @@ export class DeliveryStore {
       traceparent: body === null ? null : traceparent,
     });
     if (!updated) return null;
+    this.#woken({ callback: callbackId === null ? null : { id: callbackId, clientId: d.clientId } });
     return { status, callbackId };
   }
 
@@ -329,7 +335,7 @@ export class DeliveryStore {
    */
   async failSuppressed(id: string, hit: SuppressionHit): Promise<{ callback: CallbackWakeup | null } | null> {
     const error = suppressionError(hit);
-    return inTransaction(this.db, async (c) => {
+    return this.#woken(await inTransaction(this.db, async (c) => {
       const failed = await c.query(
         `UPDATE deliveries d SET status = 'failed', last_error = $2, lease_until = NULL, version = d.version + 1, stamp_pending = true
            FROM handoffs h, clients cl
@@ -353,7 +359,7 @@ export class DeliveryStore {
         f.traceparent,
       ]);
       return { callback: { id: callbackId, clientId: f.client_id } };
-    });
+    }));
   }
 
   /**
@@ -362,7 +368,7 @@ export class DeliveryStore {
    * implies delivered, and reports arriving out of order cannot undo one another.
    */
   async applyStatusReport(r: StatusReport): Promise<{ deliveryId: string; changed: boolean; callback: CallbackWakeup | null } | null> {
-    return inTransaction(this.db, async (c) => {
+    return this.#woken(await inTransaction(this.db, async (c) => {
       const found = await c.query<{ id: string; status: string; channel: Channel }>(
         'SELECT id, status, channel FROM deliveries WHERE provider = $1 AND provider_message_id = $2 FOR UPDATE',
         [r.provider, r.providerMessageId],
@@ -415,7 +421,7 @@ export class DeliveryStore {
         callbackId, f.id, f.client_id, f.callback_url, serialiseCallback(payload), f.traceparent,
       ]);
       return { deliveryId: row.id, changed: true, callback: { id: callbackId, clientId: f.client_id } };
-    });
+    }));
   }
 
   /**
@@ -436,6 +442,19 @@ export class DeliveryStore {
         RETURNING id, channel, client_id AS "clientId", tenant, event_type AS "eventType"`,
       [graceMs, limit],
     );
+    if (this.#wake && rows.length > 0) wakeSenders(this.#wake.nc, rows, this.#wake.logger);
     return rows;
+  }
+
+  /**
+   * After a transition's commit: wakes the feed when a delivery changed (a result with `changed`
+   * false changed none), and the callbacks role for the callback it queued. Never throws; a lost
+   * wake-up is made good by the feed's poll and the callbacks sweeper. Returns its argument.
+   */
+  #woken<T extends { changed?: boolean; callback: CallbackWakeup | null } | null>(r: T): T {
+    if (!this.#wake || r === null || r.changed === false) return r;
+    wakeFeed(this.#wake.nc);
+    if (r.callback) wakeCallbacks(this.#wake.nc, [r.callback], this.#wake.logger);
+    return r;
   }
 }
