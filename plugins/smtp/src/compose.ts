@@ -49,6 +49,27 @@ function inlineImages(content: Readonly<Record<string, unknown>>): InlineImage[]
   });
 }
 
+/** A URI inside the angle brackets of List-Unsubscribe: no space, bracket, comma or quote can end it early. */
+const LIST_URI = /^(?:https?:\/\/|mailto:)[^\s<>,"]+$/;
+
+/**
+ * RFC 8058 one-click unsubscribe: `List-Unsubscribe: <https://…>, <mailto:…>` (RFC 2369; the
+ * mailto only when ENS has a return-path domain to receive it) and `List-Unsubscribe-Post:
+ * List-Unsubscribe=One-Click`. Both are DKIM-signed when the plugin signs (transport.ts adds
+ * List-Unsubscribe-Post to the signed fields), as RFC 8058 section 4 requires. ENS builds both
+ * URIs; one that would not stay inside its brackets is a fault in ENS's configuration, refused
+ * rather than sent broken.
+ */
+function listUnsubscribe(u: NonNullable<OutboundMessage['unsubscribe']>): Record<string, { prepared: true; value: string }> {
+  const uris = [u.url, ...(u.mailto ? [u.mailto] : [])];
+  const bad = uris.find((x) => !LIST_URI.test(x));
+  if (bad !== undefined) throw permanentError(`smtp: the unsubscribe URI ${JSON.stringify(bad.slice(0, 200))} cannot be written into List-Unsubscribe`);
+  return {
+    'List-Unsubscribe': { prepared: true, value: uris.map((x) => `<${x}>`).join(', ') },
+    'List-Unsubscribe-Post': { prepared: true, value: 'List-Unsubscribe=One-Click' },
+  };
+}
+
 /** The part of an address after the last @, for the Message-ID's right-hand side. */
 function domainOf(address: string): string {
   const d = address.slice(address.lastIndexOf('@') + 1).toLowerCase().replace(/[^a-z0-9.-]/g, '');
@@ -69,7 +90,9 @@ export function messageIdFor(m: OutboundMessage, fromAddress: string): string {
 /**
  * Builds the message nodemailer sends: text and html as multipart/alternative, inline images as
  * parts with a Content-ID inside multipart/related beside the html (nodemailer nests them so
- * when an attachment has a cid), From and Reply-To from the tenant or the plugin's defaults.
+ * when an attachment has a cid), From and Reply-To from the tenant or the plugin's defaults, the
+ * envelope sender from the delivery's signed return path when ENS gives one (SDK 1.3), and the
+ * one-click unsubscribe headers for bulk mail.
  * Throws permanent errors for content no retry can fix, transient ones when media storage fails.
  */
 export async function composeMail(m: OutboundMessage, config: SmtpConfig, media: PluginContext['media']): Promise<ComposedMail> {
@@ -79,6 +102,9 @@ export async function composeMail(m: OutboundMessage, config: SmtpConfig, media:
   const replyToRaw = str(s.reply_to) ?? config.replyTo;
   const replyTo = replyToRaw === undefined ? undefined : address('the Reply-To address (tenant setting reply_to or replyTo)', replyToRaw);
   const to = address('the recipient', m.recipient);
+  // The envelope sender ENS signed for this delivery, so that a relay's bounce comes back to ENS;
+  // the From header stays the tenant's or the plugin's.
+  const returnPath = m.returnPath === undefined ? undefined : address('the return path', m.returnPath);
   const c = m.content;
   const text = str(c.body);
   const html = str(c.html);
@@ -114,9 +140,11 @@ export async function composeMail(m: OutboundMessage, config: SmtpConfig, media:
     ...(html ? { html } : {}),
     ...(attachments.length > 0 ? { attachments } : {}),
     messageId,
+    ...(returnPath ? { envelope: { from: returnPath, to: [to] } } : {}),
     headers: {
       'X-ENS-Delivery-Id': oneLine(m.deliveryId, 200),
       'X-ENS-Event-Type': oneLine(m.eventType, 200),
+      ...(m.unsubscribe ? listUnsubscribe(m.unsubscribe) : {}),
     },
   };
   return { mail, messageId };

@@ -50,10 +50,16 @@ const fixture: ConformanceFixture<SmtpConfig> = {
       sends: {
         accepted: email('someone@example.org'),
         transient: email('defer-451@example.org'),
-        permanent: email('reject-550@example.org'),
+        // 554 5.7.1 relay access denied: permanent, and about the message, not the recipient.
+        permanent: email('relay-554@example.org'),
         // SMTP relays throttle in words, not codes (Amazon SES's 454), and give no retry hint.
         rateLimited: email('throttle-454@example.org'),
       },
+      // 550 5.1.1 unknown user and 553 5.1.3 bad address syntax, refused at RCPT TO.
+      recipientRefusals: [
+        { send: email('reject-550@example.org'), refusal: 'hard_bounce' },
+        { send: email('mbx-553@example.org'), refusal: 'invalid_recipient' },
+      ],
       media: { 'conformance/logo.png': { bytes: LOGO, mediaType: 'image/png' } },
       stop: () => server.stop(),
     };

@@ -1,4 +1,4 @@
-import { permanentError, rateLimitedError, transientError, type ProviderError } from '@ens/plugin-sdk';
+import { permanentError, rateLimitedError, recipientError, transientError, type ProviderError, type RecipientRefusal } from '@ens/plugin-sdk';
 
 /** The fields nodemailer puts on the errors it hands back (see its NodemailerError). */
 interface SmtpFailure {
@@ -28,6 +28,26 @@ const AUTH_REPLY_CODES = new Set([530, 534, 535, 538]);
  */
 const THROTTLED = /throttl|rate[ -]?limit|sending rate|too many (?:messages|connections|requests|emails)|quota exceeded/i;
 
+/**
+ * RFC 3463 enhanced status codes that, in a 5xx reply to RCPT TO, say the address itself is bad,
+ * not the message or the sender: ENS then suppresses it (SDK 1.3 recipientError). 5.1.1 bad
+ * destination mailbox and 5.1.10 null MX (RFC 7505: the domain takes no mail) are hard bounces;
+ * 5.1.2 bad destination system (no such domain) and 5.1.3 bad address syntax are invalid
+ * recipients. Other 5xx (5.7.1 relay or policy refusals, 5.2.x mailbox states) fail the delivery
+ * without suppressing: they may be about this message or this sender.
+ */
+const RECIPIENT_REFUSALS: ReadonlyMap<string, RecipientRefusal> = new Map([
+  ['5.1.1', 'hard_bounce'],
+  ['5.1.10', 'hard_bounce'],
+  ['5.1.2', 'invalid_recipient'],
+  ['5.1.3', 'invalid_recipient'],
+]);
+
+/** The enhanced status code at the start of a reply's first line (`550 5.1.1 …` or `550-5.1.1 …`). */
+function enhancedStatus(response: string): string | undefined {
+  return /^\d{3}[ -]([245]\.\d{1,3}\.\d{1,3})(?:\s|$)/.exec(response.trimStart())?.[1];
+}
+
 /** Commands whose reply is about the message or its recipient; anything earlier is about the session. */
 const TRANSACTION_COMMANDS = new Set(['MAIL FROM', 'RCPT TO', 'DATA']);
 
@@ -49,7 +69,8 @@ export function replyText(response: string): string {
  *   - 421 anywhere, and any 4xx: transient (RFC 5321 4.2.1: the same command may succeed later);
  *     rate-limited when the text says the relay is throttling (see THROTTLED).
  *   - 530/534/535/538 and EAUTH/ENOAUTH: transient, a configuration fault (see AUTH_REPLY_CODES).
- *   - 5xx to MAIL FROM, RCPT TO or DATA: permanent, with the relay's reply as the reason.
+ *   - 5xx to MAIL FROM, RCPT TO or DATA: permanent, with the relay's reply as the reason; a
+ *     5xx to RCPT TO with 5.1.1, 5.1.10, 5.1.2 or 5.1.3 is a recipient refusal (RECIPIENT_REFUSALS).
  *     Except 503 (bad sequence: a session fault, not a verdict on the message) and 552 to
  *     RCPT TO, which RFC 5321 4.5.3.1.10 says clients should treat as 452 (too many recipients).
  *   - 5xx to the greeting, EHLO or STARTTLS: transient; the relay refuses the session, not
@@ -79,7 +100,8 @@ export function classifySmtpError(e: unknown, opts: { sendTimeoutMs?: number } =
   if (rc !== undefined && reply !== undefined) {
     const inTransaction = TRANSACTION_COMMANDS.has(command);
     if (rc >= 500 && rc < 600 && rc !== 503 && inTransaction && !(rc === 552 && command === 'RCPT TO')) {
-      return permanentError(`smtp ${reply}`, e);
+      const refusal = command === 'RCPT TO' ? RECIPIENT_REFUSALS.get(enhancedStatus(err.response!) ?? '') : undefined;
+      return refusal ? recipientError(`smtp ${reply}`, refusal, e) : permanentError(`smtp ${reply}`, e);
     }
     if (rc >= 400 && rc < 500 && THROTTLED.test(reply)) return rateLimitedError(`smtp ${reply}`, undefined, e);
     const during = inTransaction ? '' : ` (during ${command === 'CONN' ? 'the greeting' : command || 'the session'})`;

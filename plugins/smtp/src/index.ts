@@ -10,12 +10,14 @@ export type { SmtpConfig } from './config.ts';
  * Email through any SMTP relay (a provider's SMTP endpoint, or the organisation's own MTA) with
  * nodemailer: STARTTLS or implicit TLS, AUTH, optional DKIM signing and a connection pool. The
  * provider message id is the Message-ID header ENS sets, which is what bounces and the relay's
- * logs quote back.
+ * logs quote back. The envelope sender is the delivery's signed return path when ENS gives one,
+ * so bounces written later by any relay reach ENS's inbound role (services/inbound).
  */
 export default definePlugin<SmtpConfig>({
   name: 'smtp',
   channels: ['email'],
-  sdk: '^1.0.0',
+  // 1.3: recipient refusals (recipientError), the signed return path and one-click unsubscribe.
+  sdk: '^1.3.0',
   configSchema,
   create(config, context: PluginContext): Provider {
     checkDkimKey(config);

@@ -3,6 +3,18 @@ import nodemailer, { type SMTPPoolOptions, type Transporter } from 'nodemailer';
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_TIMEOUT_MS, type SmtpConfig } from './config.ts';
 
 /**
+ * The header fields a DKIM signature covers: nodemailer's default list (RFC 6376 section 5.4.1's
+ * suggestions, List-Unsubscribe among them) plus List-Unsubscribe-Post, which RFC 8058 section 4
+ * requires to be signed too; nodemailer's list lacks it. Only the fields a message has are signed.
+ */
+export const DKIM_SIGNED_FIELDS = [
+  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
+  'Content-ID', 'Content-Description', 'Resent-Date', 'Resent-From', 'Resent-Sender', 'Resent-To', 'Resent-Cc', 'Resent-Message-ID',
+  'In-Reply-To', 'References', 'List-Id', 'List-Help', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'List-Subscribe', 'List-Post',
+  'List-Owner', 'List-Archive', 'OTP-Token',
+].join(':');
+
+/**
  * The nodemailer transport options for a configuration. Every default the schema fills in is
  * applied here too, so a caller that hands create() an unvalidated config gets the same relay.
  */
@@ -24,7 +36,9 @@ export function transportOptions(config: SmtpConfig): SMTPPoolOptions {
       ...(tls.servername ? { servername: tls.servername } : {}),
     },
     ...(config.heloName ? { name: config.heloName } : {}),
-    ...(config.dkim ? { dkim: { domainName: config.dkim.domainName, keySelector: config.dkim.keySelector, privateKey: config.dkim.privateKey } } : {}),
+    ...(config.dkim
+      ? { dkim: { domainName: config.dkim.domainName, keySelector: config.dkim.keySelector, privateKey: config.dkim.privateKey, headerFieldNames: DKIM_SIGNED_FIELDS } }
+      : {}),
     connectionTimeout: timeout,
     greetingTimeout: timeout,
     socketTimeout: timeout,

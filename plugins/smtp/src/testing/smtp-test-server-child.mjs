@@ -39,13 +39,16 @@ const DATA_TEXT = {
 };
 const fallbackText = (code) => `${String(code)[0]}.0.0 Rejected by the test server`;
 
-/** `data-554@…` is accepted at RCPT and refused after DATA; `<word>-550@…` is refused at RCPT. */
+/**
+ * `data-554@…` is accepted at RCPT and refused after DATA; `<word>-550@…` is refused at RCPT;
+ * `<word>-550-5.1.10@…` is refused at RCPT with that enhanced status code.
+ */
 function planFor(address) {
   const local = address.slice(0, address.lastIndexOf('@')).toLowerCase();
   const data = /^data-(\d{3})$/.exec(local);
   if (data) return { stage: 'data', code: Number(data[1]) };
-  const rcpt = /-(\d{3})$/.exec(local);
-  if (rcpt) return { stage: 'rcpt', code: Number(rcpt[1]) };
+  const rcpt = /-(\d{3})(?:-([245]\.\d{1,3}\.\d{1,3}))?$/.exec(local);
+  if (rcpt) return { stage: 'rcpt', code: Number(rcpt[1]), enhanced: rcpt[2] };
   return null;
 }
 
@@ -89,7 +92,9 @@ const server = new SMTPServer({
     const plan = planFor(address.address);
     if (plan?.stage === 'rcpt') {
       send({ type: 'rejected', stage: 'rcpt', address: address.address, code: plan.code });
-      const text = RCPT_TEXT[plan.code]?.(address.address) ?? fallbackText(plan.code);
+      const text = plan.enhanced
+        ? `${plan.enhanced} <${address.address}>: Recipient address rejected`
+        : (RCPT_TEXT[plan.code]?.(address.address) ?? fallbackText(plan.code));
       return callback(smtpError(plan.code, text));
     }
     callback();

@@ -9,6 +9,7 @@
  *   - `data-NNN@…`     accepted at RCPT TO, refused with reply NNN after DATA (e.g. data-554)
  *   - `<word>-NNN@…`   refused at RCPT TO with reply NNN (reject-550, defer-451, full-452, limit-552,
  *                      throttle-454 with Amazon SES's "Throttling failure: Maximum sending rate exceeded.")
+ *   - `<word>-NNN-X.Y.Z@…` refused at RCPT TO with reply NNN and enhanced status X.Y.Z (nomx-550-5.1.10)
  *   - anything else    accepted: "250 2.0.0 Ok: queued as …"
  * and, by knob, at connect: a 421 instead of the greeting, or no greeting at all.
  *
@@ -24,6 +25,8 @@ import { fileURLToPath } from 'node:url';
 import { TEST_SERVER_CERT_PEM, TEST_SERVER_KEY_PEM } from './test-tls.ts';
 
 export { TEST_CA_PEM } from './test-tls.ts';
+/** The test certificate (127.0.0.1, localhost) and its key, for other test servers that offer STARTTLS. */
+export { TEST_SERVER_CERT_PEM, TEST_SERVER_KEY_PEM } from './test-tls.ts';
 
 export interface SmtpTestServerOptions {
   /** Accounts for AUTH PLAIN/LOGIN, user → password. */
