@@ -4,3 +4,4 @@ export * from './errors.ts';
 export * from './plugin-shape.ts';
 export * from './retry-after.ts';
 export * from './excerpt.ts';
+export * from './sms-keywords.ts';

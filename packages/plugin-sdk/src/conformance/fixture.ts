@@ -1,4 +1,5 @@
-import type { OutboundMessage, StatusUpdate } from '../contract.ts';
+import type { OutboundMessage, RecipientReport, StatusUpdate } from '../contract.ts';
+import type { RecipientRefusal } from '../errors.ts';
 
 /**
  * What a plugin package exports as `./conformance` (default export) so that `ens-plugin-check`
@@ -21,6 +22,38 @@ export interface WebhookCase {
   report?: Pick<StatusUpdate, 'status'> & Partial<StatusUpdate>;
   /** For handshakes: the exact body the route must answer with. */
   responseBody?: string;
+  /**
+   * The report about a recipient this request must cause (an inbound STOP, a block; since SDK
+   * 1.3), or null when this genuine request must cause none (a HELP).
+   */
+  recipientReport?: RecipientReportExpectation | null;
+}
+
+/**
+ * What a recipient report must say (since SDK 1.3): its `kind`, and each other field given here
+ * (address, channel, sender, providerMessageId, detail) exactly; `at` must be a valid date.
+ */
+export type RecipientReportExpectation = Pick<RecipientReport, 'kind'> & Partial<Omit<RecipientReport, 'kind' | 'at'>>;
+
+/** A send the provider refuses because of its recipient, and the refusal it must carry (since SDK 1.3). */
+export interface RecipientRefusalCase {
+  send: OutboundMessage;
+  refusal: RecipientRefusal;
+}
+
+/**
+ * Something the provider's own connection brings in about a recipient (an SMPP deliver_sm with an
+ * MO STOP; since SDK 1.3), for providers that report without a webhook.
+ */
+export interface RecipientEventCase {
+  /** What it is, for the check's name: "an MO STOP". */
+  name: string;
+  /** Makes the provider's side send it; rejects when the plugin does not answer it. */
+  trigger(): Promise<void>;
+  /** The report it must cause, or null for none (an MO that is not a keyword). */
+  recipientReport: RecipientReportExpectation | null;
+  /** How long after trigger() resolves the report may take. */
+  withinMs: number;
 }
 
 export interface ConformanceTarget<Config = unknown> {
@@ -39,6 +72,10 @@ export interface ConformanceTarget<Config = unknown> {
     /** push: a device the provider says is gone. */
     deviceGone?: OutboundMessage;
   };
+  /** Sends the provider refuses because of the recipient (since SDK 1.3): each must throw recipientError with its refusal. */
+  recipientRefusals?: RecipientRefusalCase[];
+  /** Reports about recipients the provider's connection brings in without a webhook (since SDK 1.3). */
+  recipientEvents?: RecipientEventCase[];
   /** The retry hint (ms) the rate-limited answer carries, when the provider gives one. */
   rateLimitHintMs?: number;
   /** Media the sends refer to by storage_key (inline images). */

@@ -10,6 +10,8 @@ export interface RecordingContext extends PluginContext {
   outboundUrls: string[];
   /** Resolves with the first report that matches, or null after `ms`. */
   waitForReport(match: (u: StatusUpdate) => boolean, ms: number): Promise<StatusUpdate | null>;
+  /** Resolves with the first recipient report that matches, or null after `ms` (SDK 1.3). */
+  waitForRecipientReport(match: (r: RecipientReport) => boolean, ms: number): Promise<RecipientReport | null>;
 }
 
 export function recordingContext(media: Record<string, { bytes: Buffer; mediaType: string }> = {}): RecordingContext {
@@ -54,22 +56,26 @@ export function recordingContext(media: Record<string, { bytes: Buffer; mediaTyp
       for (const w of waiters) w();
       return { entries: 1 };
     },
-    waitForReport(match, ms) {
-      const found = reports.find(match);
-      if (found) return Promise.resolve(found);
-      return new Promise((resolve) => {
-        const check = () => {
-          const f = reports.find(match);
-          if (f) done(f);
-        };
-        const done = (v: StatusUpdate | null) => {
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve(v);
-        };
-        const timer = setTimeout(() => done(null), ms);
-        waiters.add(check);
-      });
-    },
+    waitForReport: (match, ms) => waitIn(reports, match, ms),
+    waitForRecipientReport: (match, ms) => waitIn(recipientReports, match, ms),
   };
+
+  /** The first element of `list` that matches, now or as reports arrive, or null after `ms`. */
+  function waitIn<T>(list: readonly T[], match: (x: T) => boolean, ms: number): Promise<T | null> {
+    const found = list.find(match);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve) => {
+      const check = () => {
+        const f = list.find(match);
+        if (f) done(f);
+      };
+      const done = (v: T | null) => {
+        clearTimeout(timer);
+        waiters.delete(check);
+        resolve(v);
+      };
+      const timer = setTimeout(() => done(null), ms);
+      waiters.add(check);
+    });
+  }
 }

@@ -1,7 +1,8 @@
-import type { OutboundMessage, Provider, ProviderPlugin, WebhookRoute } from '../contract.ts';
+import semver from 'semver';
+import type { OutboundMessage, Provider, ProviderPlugin, RecipientReport, WebhookRoute } from '../contract.ts';
 import { classifyError, type ProviderErrorKind } from '../errors.ts';
 import { checkConfig, checkPlugin } from '../plugin-shape.ts';
-import type { ConformanceFixture, ConformanceTarget, WebhookCase } from './fixture.ts';
+import type { ConformanceFixture, ConformanceTarget, RecipientEventCase, RecipientReportExpectation, WebhookCase } from './fixture.ts';
 import { recordingContext, type RecordingContext } from './recording-context.ts';
 import { EnsError } from '../ens-error.ts';
 
@@ -33,6 +34,31 @@ async function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: 
 }
 
 const ROUTE_PATH = /^\/[A-Za-z0-9._~\-/]*$/;
+
+/** The first contract version with recipient refusals and reports. */
+const RECIPIENT_SDK = '1.3.0';
+
+/**
+ * Checks a recipient report against what the fixture expects: the kind and every field given, a
+ * valid date, the provider's words as evidence, and a message or an address with its channel to
+ * apply it to.
+ */
+function mustMatchReport(got: RecipientReport | undefined, want: RecipientReportExpectation, seen: readonly RecipientReport[]): void {
+  must(got, `no ${want.kind} report about a recipient (recipient reports: ${JSON.stringify(seen)})`);
+  const r = got!;
+  must(r.at instanceof Date && !Number.isNaN(r.at.getTime()), 'the recipient report has no valid `at` date');
+  must(typeof r.detail === 'string' && r.detail.trim().length > 0, "the recipient report has no detail; give the provider's words (the keyword, the error code), kept as evidence");
+  must(r.providerMessageId !== undefined || (r.address !== undefined && r.channel !== undefined), 'the recipient report names neither a providerMessageId nor an address with its channel');
+  for (const key of ['providerMessageId', 'address', 'channel', 'detail'] as const) {
+    if (want[key] !== undefined) must(r[key] === want[key], `${key} ${JSON.stringify(r[key])}, expected ${JSON.stringify(want[key])}`);
+  }
+  if (want.sender !== undefined) {
+    must(r.sender?.id === want.sender.id && r.sender?.isDefault === want.sender.isDefault, `sender ${JSON.stringify(r.sender)}, expected ${JSON.stringify(want.sender)}`);
+  }
+}
+
+const describeRecipientReport = (want: RecipientReportExpectation | null | undefined): string =>
+  want === undefined ? '' : want === null ? ' and reports nothing about the recipient' : ` and reports the recipient ${want.kind}`;
 
 /**
  * Runs the conformance checks over a plugin module: the shape ENS's loader requires always, and,
@@ -171,6 +197,19 @@ async function behaviour(pkg: string, plugin: ProviderPlugin, tg: ConformanceTar
     });
   }
 
+  for (const [i, rc] of (tg.recipientRefusals ?? []).entries()) {
+    await check(`a refusal about the recipient (${i + 1}: ${rc.send.recipient}) is a permanent error marked ${rc.refusal}`, async () => {
+      sendCheck(rc.send);
+      const r = await settle(pv.send(rc.send));
+      must(!r.ok, `send resolved (${JSON.stringify(r.ok && r.value)}) where the provider refused the recipient`);
+      const c = classifyError((r as { error: unknown }).error);
+      must(c.kind === 'permanent', `classified ${c.kind}, expected permanent (${c.message})`);
+      must(c.message.trim().length > 0, 'the error has no message; it becomes last_error and the evidence of the suppression');
+      must(c.recipientRefusal === rc.refusal, `recipientRefusal is ${String(c.recipientRefusal)}, expected ${rc.refusal}; throw recipientError(message, '${rc.refusal}')`);
+    });
+  }
+  if ((tg.recipientRefusals ?? []).length === 0) skip('a refusal about the recipient is marked with its RecipientRefusal (SDK 1.3)', 'the fixture gives no recipientRefusals');
+
   if (pv.checkCredentials) {
     await check('checkCredentials() resolves with good credentials', () => pv.checkCredentials!());
     if (tg.wrongCredentials !== undefined) {
@@ -195,8 +234,20 @@ async function behaviour(pkg: string, plugin: ProviderPlugin, tg: ConformanceTar
     });
   }
 
-  if (tg.webhooks && acceptedId) await webhookChecks(plugin.name, pv, tg.webhooks(acceptedId), ctx, acceptedId, check);
+  const cases = tg.webhooks && acceptedId ? tg.webhooks(acceptedId) : undefined;
+  const events = tg.recipientEvents ?? [];
+  const reportsRecipients = events.length > 0 || (cases?.genuine ?? []).some((c) => c.recipientReport !== undefined);
+  if (reportsRecipients || (tg.recipientRefusals ?? []).length > 0) {
+    await check(`sdk range starts at ${RECIPIENT_SDK} or later, as the plugin refuses or reports recipients (SDK 1.3)`, () => {
+      const lowest = semver.minVersion(plugin.sdk);
+      must(lowest && semver.gte(lowest, RECIPIENT_SDK), `sdk "${plugin.sdk}" admits an ENS whose SDK has no recipientError or reportRecipient; declare "^${RECIPIENT_SDK}"`);
+    });
+  }
+
+  if (cases && acceptedId) await webhookChecks(plugin.name, pv, cases, ctx, acceptedId, check);
   else if ((pv.routes ?? []).length > 0) skip('webhooks', 'the provider has routes but the fixture gives no webhook cases');
+  for (const e of events) await recipientEventCheck(e, ctx, check);
+  if (!reportsRecipients) skip('reports about recipients (SDK 1.3)', 'the fixture gives no webhook case with a recipientReport and no recipientEvents');
 
   await check('close() resolves, and again when called twice', async () => {
     await pv.close?.();
@@ -229,16 +280,20 @@ async function webhookChecks(
       const route = findRoute(routes, c);
       must(route, `no route ${c.method} ${c.path}`);
       const before = ctx.reports.length;
+      const beforeRecipients = ctx.recipientReports.length;
       const res = await invoke(pluginName, route!, c);
       must(res.status >= 400 && res.status < 500, `answered ${res.status}`);
       must(ctx.reports.length === before, 'a forged request produced a status report');
+      must(ctx.recipientReports.length === beforeRecipients, 'a forged request produced a report about a recipient');
     });
   }
   for (const [i, c] of cases.genuine.entries()) {
-    await check(`genuine webhook ${i + 1} (${c.method} ${c.path.split('?')[0]}) is answered 2xx${c.report ? ` and reports ${c.report.status}` : ''}`, async () => {
+    const name = `genuine webhook ${i + 1} (${c.method} ${c.path.split('?')[0]}) is answered 2xx${c.report ? ` and reports ${c.report.status}` : ''}${describeRecipientReport(c.recipientReport)}`;
+    await check(name, async () => {
       const route = findRoute(routes, c);
       must(route, `no route ${c.method} ${c.path}`);
       const before = ctx.reports.length;
+      const beforeRecipients = ctx.recipientReports.length;
       const res = await invoke(pluginName, route!, c);
       must(res.status >= 200 && res.status < 300, `answered ${res.status} ${JSON.stringify(res.body)}`);
       if (c.responseBody !== undefined) must(String(res.body) === c.responseBody, `answered ${JSON.stringify(res.body)}, expected ${JSON.stringify(c.responseBody)}`);
@@ -250,6 +305,29 @@ async function webhookChecks(
         if (c.report.error !== undefined) must(u!.error === c.report.error, `error ${JSON.stringify(u!.error)}, expected ${JSON.stringify(c.report.error)}`);
         if (c.report.status === 'failed') must(typeof u!.error === 'string' && u!.error.length > 0, "a failed report carries no error; it becomes last_error");
       }
+      const recipientReports = ctx.recipientReports.slice(beforeRecipients);
+      if (c.recipientReport === null) must(recipientReports.length === 0, `reported about a recipient where nothing was to be reported: ${JSON.stringify(recipientReports)}`);
+      else if (c.recipientReport) {
+        const want = c.recipientReport;
+        mustMatchReport(recipientReports.find((x) => x.kind === want.kind), { ...want, providerMessageId: want.providerMessageId ?? (want.address === undefined ? acceptedId : undefined) }, recipientReports);
+      }
     });
   }
+}
+
+async function recipientEventCheck(e: RecipientEventCase, ctx: RecordingContext, check: Check): Promise<void> {
+  await check(`${e.name} is answered${describeRecipientReport(e.recipientReport)}`, async () => {
+    const before = ctx.recipientReports.length;
+    const triggered = await settle(e.trigger());
+    must(triggered.ok, `the provider's side got no answer: ${String(((triggered as { error: unknown }).error as Error)?.message ?? '')}`);
+    const want = e.recipientReport;
+    if (want === null) {
+      await new Promise((r) => setTimeout(r, e.withinMs));
+      const late = ctx.recipientReports.slice(before);
+      must(late.length === 0, `reported about a recipient where nothing was to be reported: ${JSON.stringify(late)}`);
+      return;
+    }
+    const got = await ctx.waitForRecipientReport((r) => ctx.recipientReports.indexOf(r) >= before && r.kind === want.kind, e.withinMs);
+    mustMatchReport(got ?? undefined, want, ctx.recipientReports.slice(before));
+  });
 }
