@@ -12,6 +12,8 @@ export interface TwilioConfig {
   from?: string;
   messagingServiceSid?: string;
   statusCallbackUrl?: string;
+  inboundUrl?: string;
+  helpText?: string;
   baseUrl?: string;
   timeoutMs?: number;
 }
@@ -44,6 +46,17 @@ export const configSchema = Type.Object(
       pattern: '^https?://',
       description:
         "The public URL of ENS's status route, e.g. https://ens.example.com/webhooks/twilio/status. Sent as each message's StatusCallback and used to check X-Twilio-Signature.",
+    })),
+    inboundUrl: Type.Optional(Type.String({
+      format: 'uri',
+      pattern: '^https?://',
+      description:
+        "The public URL of ENS's inbound route, e.g. https://ens.example.com/webhooks/twilio/inbound, set as the numbers' (or Messaging Service's) incoming-message webhook. Used to check X-Twilio-Signature; STOP and START texted to the numbers become opt-outs and opt-ins.",
+    })),
+    helpText: Type.Optional(Type.String({
+      minLength: 1,
+      maxLength: 1600,
+      description: 'The reply to a HELP or INFO text. Without it ENS does not reply (Twilio answers HELP itself when Advanced Opt-Out is on).',
     })),
     baseUrl: Type.Optional(Type.String({
       format: 'uri',

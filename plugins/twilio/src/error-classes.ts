@@ -1,4 +1,4 @@
-import { permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
+import { permanentError, rateLimitedError, recipientError, retryAfterMs, transientError, type ProviderError, type RecipientRefusal } from '@ens/plugin-sdk';
 
 /** Twilio's REST error body: https://www.twilio.com/docs/usage/twilios-response#response-formats-exceptions */
 export interface TwilioErrorBody {
@@ -9,6 +9,19 @@ export interface TwilioErrorBody {
 }
 
 const TOO_MANY_REQUESTS = 20429;
+
+/**
+ * Refusals about the recipient, which ENS suppresses (https://www.twilio.com/docs/api/errors):
+ * 21211 the To number is not a valid phone number, 21614 it is not a mobile number (a landline),
+ * 21610 the recipient texted STOP to this sender. Not here: 21612 (not reachable from this
+ * sender) and 21408 (region not enabled) are about the sender or the account, and another sender
+ * or a setting fixes them.
+ */
+const RECIPIENT_REFUSALS: ReadonlyMap<number, RecipientRefusal> = new Map([
+  [21211, 'invalid_recipient'],
+  [21614, 'invalid_recipient'],
+  [21610, 'opt_out'],
+]);
 
 function parseErrorBody(text: string): TwilioErrorBody | null {
   try {
@@ -46,7 +59,8 @@ export function classifyResponse(status: number, text: string, retryAfter: strin
     return transientError(withStatus('Twilio refused the credentials; check accountSid and authToken or apiKeySid/apiKeySecret'));
   }
   if (status === 404) return transientError(withStatus('check baseUrl and accountSid'));
-  return permanentError(reason);
+  const refusal = typeof body?.code === 'number' ? RECIPIENT_REFUSALS.get(body.code) : undefined;
+  return refusal ? recipientError(reason, refusal) : permanentError(reason);
 }
 
 /** fetch rejects on network faults and on the timeout's abort; both are worth retrying. */

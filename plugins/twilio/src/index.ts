@@ -1,11 +1,13 @@
 import { definePlugin, permanentError, transientError, type OutboundMessage, type PluginContext, type Provider } from '@ens/plugin-sdk';
 import { TwilioApi } from './api-client.ts';
 import { configSchema, type TwilioConfig } from './config.ts';
+import { inboundRoute } from './inbound-message.ts';
 import { statusRoute } from './status-callback.ts';
 
 /**
  * SMS through Twilio Programmable Messaging: one Message resource per send, delivery outcomes
- * from Twilio's signed status callbacks.
+ * from Twilio's signed status callbacks, and STOP/START texted back from its signed
+ * incoming-message webhook.
  */
 
 /** The sender fields of a send: the tenant's sender_id beats the configured default. */
@@ -27,7 +29,12 @@ function createProvider(config: TwilioConfig, context: PluginContext): Provider 
       const { sid } = await api.createMessage({ to: m.recipient, body, ...senderFor(config, m), statusCallback: config.statusCallbackUrl });
       return { providerMessageId: sid };
     },
-    routes: [statusRoute({ authToken: config.authToken, statusCallbackUrl: config.statusCallbackUrl, context })],
+    routes: [
+      statusRoute({ authToken: config.authToken, statusCallbackUrl: config.statusCallbackUrl, context }),
+      inboundRoute({
+        authToken: config.authToken, inboundUrl: config.inboundUrl, from: config.from, messagingServiceSid: config.messagingServiceSid, helpText: config.helpText, context,
+      }),
+    ],
     async checkCredentials() {
       const { status } = await api.fetchAccount();
       // Twilio authenticates a suspended or closed account's credentials but will not send with them.
@@ -42,7 +49,8 @@ function createProvider(config: TwilioConfig, context: PluginContext): Provider 
 export default definePlugin<TwilioConfig>({
   name: 'twilio',
   channels: ['sms'],
-  sdk: '^1.0.0',
+  // 1.3: recipientError and context.reportRecipient.
+  sdk: '^1.3.0',
   configSchema,
   create: createProvider,
 });

@@ -141,6 +141,7 @@ t.test('send', async (t) => {
       t.equal(c.kind, 'permanent', to);
       t.equal(c.message, message, to);
     }
+    t.equal(fake.received.length, cases.length, 'each refusal was Twilio\'s answer to a request');
     fake.setOutcome('+15557654321', { status: 400, code: 21606, message: "The 'From' phone number provided is not a valid message-capable Twilio phone number for this destination/account" });
     const other = await failure(provider.send(sms('+15557654321')));
     t.equal(other.kind, 'permanent', 'any other 4xx is permanent');
@@ -148,6 +149,28 @@ t.test('send', async (t) => {
     const long = await failure(provider.send(sms('+15557654322', {}, 'x'.repeat(1601))));
     t.equal(long.kind, 'permanent');
     t.equal(long.message, 'twilio 21617: The concatenated message body exceeds the 1600 character limit.');
+  });
+
+  t.test('refusals about the recipient carry their RecipientRefusal, so ENS suppresses the number', async (t) => {
+    const provider = await make(baseConfig(fake));
+    const cases: [string, number, 'invalid_recipient' | 'opt_out' | undefined][] = [
+      ['+15550000000', 21211, 'invalid_recipient'],
+      ['+15550000003', 21614, 'invalid_recipient'],
+      ['+15550000001', 21610, 'opt_out'],
+      // About the sender or the account: another sender or a setting fixes them, so no suppression.
+      ['+15550000002', 21408, undefined],
+      ['+15550000004', 21612, undefined],
+    ];
+    for (const [to, code, refusal] of cases) {
+      const c = await failure(provider.send(sms(to)));
+      t.equal(c.kind, 'permanent', `${code} is permanent`);
+      t.match(c.message, new RegExp(`^twilio ${code}: `), `${code}: Twilio's code and words`);
+      t.equal(c.recipientRefusal, refusal, `${code} → ${refusal ?? 'no recipient refusal'}`);
+    }
+    const long = await failure(provider.send(sms('+15557654322', {}, 'x'.repeat(1601))));
+    t.equal(long.recipientRefusal, undefined, '21617 (body too long) is about the message');
+    fake.setOutcome('+15557654323', { status: 500, code: 21211, message: 'odd' });
+    t.equal((await failure(provider.send(sms('+15557654323')))).recipientRefusal, undefined, 'a 5xx is transient whatever its code');
   });
 
   t.test('429 is rate-limited with the Retry-After hint', async (t) => {
@@ -294,7 +317,11 @@ async function ensWebhookServer(t: { teardown(fn: () => unknown): void }) {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
   const { port } = server.address() as AddressInfo;
-  return { statusUrl: `http://127.0.0.1:${port}/webhooks/twilio/status`, mount: (p: Provider) => void (routes = p.routes) };
+  return {
+    statusUrl: `http://127.0.0.1:${port}/webhooks/twilio/status`,
+    inboundUrl: `http://127.0.0.1:${port}/webhooks/twilio/inbound`,
+    mount: (p: Provider) => void (routes = p.routes),
+  };
 }
 
 t.test('status callbacks, end to end through HTTP', async (t) => {
@@ -383,6 +410,148 @@ t.test('status route details', async (t) => {
     },
   });
   await t.rejects(broken.routes![0]!.handler(request(PUBLIC_STATUS_URL, PUBLIC_STATUS_URL)), /database unavailable/, 'a failed report is not swallowed');
+});
+
+const NO_REPLY = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
+
+t.test('STOP and START texted to our numbers, through the fake Twilio\'s signed incoming-message webhook', async (t) => {
+  const fake = new FakeTwilio();
+  await fake.start();
+  t.teardown(() => fake.stop());
+  const ens = await ensWebhookServer(t);
+  const ctx = recordingContext();
+  const provider = await make(baseConfig(fake, { inboundUrl: ens.inboundUrl, statusCallbackUrl: ens.statusUrl }), ctx);
+  ens.mount(provider);
+  const texter = '+15557651234';
+
+  const stop = await fake.sendInbound(ens.inboundUrl, { from: texter, to: '+15005550006', body: 'STOP' });
+  t.equal(stop.status, 200);
+  t.equal(stop.body, NO_REPLY, 'an empty TwiML answer: Twilio confirms the STOP itself');
+  t.match(stop.headers.get('content-type'), /^text\/xml/);
+  t.equal(ctx.recipientReports.length, 1);
+  const r = ctx.recipientReports[0]!;
+  t.same({ kind: r.kind, address: r.address, channel: r.channel, sender: r.sender, providerMessageId: r.providerMessageId },
+    { kind: 'opt_out', address: texter, channel: 'sms', sender: { id: '+15005550006', isDefault: true }, providerMessageId: undefined });
+  t.match(r.detail, /^twilio inbound SM[0-9a-f]{32} to \+15005550006: text "STOP"$/, 'the message and the words are the evidence');
+  t.ok(r.at instanceof Date && Math.abs(r.at.getTime() - Date.now()) < 5_000);
+
+  // Twilio itself now refuses sends from that number to the texter; the plugin says why.
+  const refused = await failure(provider.send(sms(texter)));
+  t.equal(refused.recipientRefusal, 'opt_out', 'the fake Twilio blocks as Twilio does: 21610 after STOP');
+
+  for (const word of ['stopall', ' Unsubscribe ', 'Cancel', 'END', 'quit.', 'Revoke', 'opt-out', 'Stop all']) {
+    await fake.sendInbound(ens.inboundUrl, { from: texter, to: '+15005550006', body: word });
+    t.equal(ctx.recipientReports.at(-1)?.kind, 'opt_out', `"${word}" is an opt-out`);
+  }
+  const before = ctx.recipientReports.length;
+  for (const word of ['START', 'yes', 'Unstop']) {
+    await fake.sendInbound(ens.inboundUrl, { from: texter, to: '+15005550006', body: word });
+    t.equal(ctx.recipientReports.at(-1)?.kind, 'opt_in', `"${word}" is an opt-in`);
+  }
+  t.equal(ctx.recipientReports.length, before + 3);
+  t.ok((await provider.send(sms(texter))).providerMessageId, 'after START the fake Twilio sends again');
+
+  const toTenantNumber = await fake.sendInbound(ens.inboundUrl, { from: texter, to: '+15005550009', body: 'stop' });
+  t.equal(toTenantNumber.status, 200);
+  t.same(ctx.recipientReports.at(-1)?.sender, { id: '+15005550009', isDefault: false }, 'a STOP to another number binds only the tenants sending from it');
+
+  const advanced = await fake.sendInbound(ens.inboundUrl, { from: texter, to: '+15005550006', body: 'Arrêt', optOutType: 'STOP' });
+  t.equal(advanced.status, 200);
+  t.equal(ctx.recipientReports.at(-1)?.kind, 'opt_out', "Advanced Opt-Out's OptOutType=STOP is an opt-out whatever the word");
+  t.match(ctx.recipientReports.at(-1)?.detail, /OptOutType STOP, text "Arrêt"/);
+  await fake.sendInbound(ens.inboundUrl, { from: texter, to: '+15005550006', body: 'Oui', optOutType: 'START' });
+  t.equal(ctx.recipientReports.at(-1)?.kind, 'opt_in', 'OptOutType=START is an opt-in');
+
+  const count = ctx.recipientReports.length;
+  for (const body of ['HELP', 'info', 'Please stop texting me at night', 'Thanks!', '']) {
+    const res = await fake.sendInbound(ens.inboundUrl, { from: texter, to: '+15005550006', body });
+    t.equal(res.status, 200, `"${body}" answered`);
+    t.equal(res.body, NO_REPLY, `"${body}": no reply without helpText`);
+  }
+  await fake.sendInbound(ens.inboundUrl, { from: texter, to: '+15005550006', body: 'anything', optOutType: 'HELP' });
+  t.equal(ctx.recipientReports.length, count, 'HELP, INFO and other texts report nothing');
+
+  const forged = await fake.sendInbound(ens.inboundUrl, { from: texter, to: '+15005550006', body: 'STOP' }, { signWith: 'not-the-auth-token' });
+  t.equal(forged.status, 403, 'a forged STOP is refused');
+  const unsigned = await fetch(ens.inboundUrl, {
+    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fake.inboundParams({ from: texter, to: '+15005550006', body: 'STOP' })).toString(),
+  });
+  t.equal(unsigned.status, 403, 'an unsigned STOP is refused');
+  const otherUrl = await fake.sendStatusCallback(ens.statusUrl, fake.inboundParams({ from: texter, to: '+15005550006', body: 'STOP' }));
+  t.equal(otherUrl.status, 200, 'a STOP posted to the status route is no report (it has no MessageStatus)');
+  t.equal(ctx.recipientReports.length, count, 'the forgeries and the misrouted post reported nothing');
+  t.ok(ctx.logs.some((l) => l.level === 'warn' && /inbound message refused/.test(l.msg ?? '')), 'the refusal is logged');
+  t.notOk(JSON.stringify(ctx.logs).includes(fake.authToken), 'the auth token is never logged');
+});
+
+t.test('inbound route details', async (t) => {
+  const fake = new FakeTwilio();
+  const PUBLIC_INBOUND_URL = 'https://ens.example.com/webhooks/twilio/inbound';
+  const texter = '+15557651234';
+  const request = (signedFor: string, arrivedAt: string, p: Record<string, string>) => ({
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': fake.sign(signedFor, p) },
+    query: {}, rawBody: Buffer.from(new URLSearchParams(p).toString()), url: arrivedAt,
+  });
+  // Not started: these call the route's handler directly.
+  const cfg = { accountSid: fake.accountSid, authToken: fake.authToken, from: '+15005550006' };
+  const inboundOf = (p: Provider) => p.routes!.find((r) => r.path === '/inbound' && r.method === 'POST')!;
+
+  t.test('behind a proxy, the configured public URL is the one verified', async (t) => {
+    const ctx = recordingContext();
+    const route = inboundOf(await make({ ...cfg, inboundUrl: PUBLIC_INBOUND_URL }, ctx));
+    const stop = fake.inboundParams({ from: texter, to: '+15005550006', body: 'STOP' });
+    t.equal((await route.handler(request(PUBLIC_INBOUND_URL, 'http://10.0.0.7:8080/webhooks/twilio/inbound', stop))).status, 200);
+    t.equal((await route.handler(request('http://10.0.0.7:8080/webhooks/twilio/inbound', 'http://10.0.0.7:8080/webhooks/twilio/inbound', stop))).status, 403);
+    t.equal(ctx.recipientReports.length, 1);
+    const fallback = inboundOf(await make(cfg, ctx));
+    const seen = 'https://ens.internal.test/webhooks/twilio/inbound';
+    t.equal((await fallback.handler(request(seen, seen, stop))).status, 200, 'without inboundUrl, the URL as ENS saw it is verified');
+    t.equal((await fallback.handler(request(PUBLIC_INBOUND_URL, seen, stop))).status, 403);
+    t.equal(ctx.recipientReports.length, 2);
+  });
+
+  t.test('a Messaging Service: a STOP to any of its numbers binds the tenants without a sender of their own', async (t) => {
+    const ctx = recordingContext();
+    const route = inboundOf(await make({ ...cfg, from: undefined, messagingServiceSid: SERVICE_SID, inboundUrl: PUBLIC_INBOUND_URL }, ctx));
+    await route.handler(request(PUBLIC_INBOUND_URL, PUBLIC_INBOUND_URL, fake.inboundParams({ from: texter, to: '+15005550011', body: 'STOP', messagingServiceSid: SERVICE_SID })));
+    t.same(ctx.recipientReports[0]?.sender, { id: '+15005550011', isDefault: true });
+    await route.handler(request(PUBLIC_INBOUND_URL, PUBLIC_INBOUND_URL, fake.inboundParams({ from: texter, to: '+15005550012', body: 'STOP', messagingServiceSid: `MG${'b2'.repeat(16)}` })));
+    t.same(ctx.recipientReports[1]?.sender, { id: '+15005550012', isDefault: false }, 'another service\'s number is not ours by default');
+  });
+
+  t.test('HELP is answered with the configured help text, as TwiML', async (t) => {
+    const ctx = recordingContext();
+    const route = inboundOf(await make({ ...cfg, inboundUrl: PUBLIC_INBOUND_URL, helpText: 'Acme alerts: help at acme.example/help & <support>. Reply STOP to stop.' }, ctx));
+    const res = await route.handler(request(PUBLIC_INBOUND_URL, PUBLIC_INBOUND_URL, fake.inboundParams({ from: texter, to: '+15005550006', body: 'Help' })));
+    t.equal(res.status, 200);
+    t.equal(res.body, '<?xml version="1.0" encoding="UTF-8"?><Response><Message>Acme alerts: help at acme.example/help &amp; &lt;support&gt;. Reply STOP to stop.</Message></Response>');
+    t.equal(res.headers?.['content-type'], 'text/xml');
+    const stop = await route.handler(request(PUBLIC_INBOUND_URL, PUBLIC_INBOUND_URL, fake.inboundParams({ from: texter, to: '+15005550006', body: 'STOP' })));
+    t.equal(stop.body, NO_REPLY, 'STOP gets no help text');
+    t.equal(ctx.recipientReports.length, 1);
+    t.throws(() => load({ ...cfg, helpText: '' }), /config \/helpText/);
+    t.throws(() => load({ ...cfg, inboundUrl: 'not a url' }), /config \/inboundUrl/);
+  });
+
+  t.test('a keyword without an SMS sender reports nothing', async (t) => {
+    const ctx = recordingContext();
+    const route = inboundOf(await make({ ...cfg, inboundUrl: PUBLIC_INBOUND_URL }, ctx));
+    const wa = fake.inboundParams({ from: `whatsapp:${texter}`, to: 'whatsapp:+15005550006', body: 'STOP' });
+    t.equal((await route.handler(request(PUBLIC_INBOUND_URL, PUBLIC_INBOUND_URL, wa))).status, 200);
+    const { From: _from, ...noFrom } = fake.inboundParams({ from: texter, to: '+15005550006', body: 'STOP' });
+    t.equal((await route.handler(request(PUBLIC_INBOUND_URL, PUBLIC_INBOUND_URL, noFrom))).status, 200);
+    t.equal(ctx.recipientReports.length, 0);
+  });
+
+  t.test('a failed report is not swallowed', async (t) => {
+    const route = inboundOf(await make({ ...cfg, inboundUrl: PUBLIC_INBOUND_URL }, {
+      ...recordingContext(),
+      async reportRecipient() {
+        throw new Error('database unavailable');
+      },
+    }));
+    await t.rejects(route.handler(request(PUBLIC_INBOUND_URL, PUBLIC_INBOUND_URL, fake.inboundParams({ from: texter, to: '+15005550006', body: 'STOP' }))), /database unavailable/);
+  });
 });
 
 t.test('conformance kit', async (t) => {

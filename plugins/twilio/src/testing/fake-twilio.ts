@@ -10,6 +10,10 @@
  *   - Status callbacks (form-encoded, MessageStatus/ErrorCode):
  *     https://www.twilio.com/docs/messaging/guides/outbound-message-status-in-status-callbacks
  *   - X-Twilio-Signature: https://www.twilio.com/docs/usage/webhooks/webhooks-security
+ *   - Incoming-message webhook (form-encoded From/To/Body/MessageSid…, OptOutType with Advanced
+ *     Opt-Out): https://www.twilio.com/docs/messaging/guides/webhook-request
+ *   - Opt-out keywords (STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE, OPTOUT; START, YES,
+ *     UNSTOP): https://www.twilio.com/docs/messaging/tutorials/advanced-opt-out
  *
  * Outcomes by the last four digits of To (a knob or setOutcome() overrides them):
  *   0000 → 400 21211 invalid To          0001 → 400 21610 unsubscribed recipient
@@ -25,7 +29,11 @@
  *   fake.knobs.rateLimit = { retryAfter: '3' };   // every send answers 429 until cleared
  *   fake.knobs.maxPerSecond = 50;                 // sends over 50 in any second answer 429
  *   await fake.sendStatus(sid, 'delivered');       // signed POST to the message's StatusCallback
+ *   await fake.sendInbound(url, { from: '+15551230000', to: '+15005550006', body: 'STOP' }); // a signed incoming SMS
  *   await fake.stop();
+ *
+ * As Twilio does, a STOP texted to a number makes later sends from that number (or from the
+ * Messaging Service it belongs to) to the texter answer 400 21610, until a START.
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -88,6 +96,23 @@ export interface FakeTwilioOptions {
 
 export type MessageStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'undelivered' | 'failed' | 'read' | 'accepted';
 
+/** An SMS a phone texts to one of the account's numbers. */
+export interface InboundSms {
+  /** The texter, E.164. */
+  from: string;
+  /** The account's number it was texted to. */
+  to: string;
+  body: string;
+  /** Set when the number belongs to a Messaging Service. */
+  messagingServiceSid?: string;
+  /** With Advanced Opt-Out: what Twilio made of the keyword. */
+  optOutType?: 'STOP' | 'START' | 'HELP';
+}
+
+/** Twilio's default opt-out and opt-in keywords: the whole text, any case. */
+const STOP_WORDS = new Set(['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT', 'REVOKE', 'OPTOUT']);
+const START_WORDS = new Set(['START', 'YES', 'UNSTOP']);
+
 const API_VERSION = '2010-04-01';
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 /** Twilio's dates: RFC 2822 in GMT, e.g. "Tue, 27 Nov 2018 16:14:39 +0000". */
@@ -133,6 +158,8 @@ export class FakeTwilio {
   refusedForRate = 0;
   /** When the messages of the last second were accepted, for maxPerSecond. */
   readonly #acceptedAt: number[] = [];
+  /** "sender|texter" pairs a STOP blocks (sender: a number or a Messaging Service SID), as Twilio keeps them. */
+  readonly optOuts = new Set<string>();
   /** What GET Accounts/{sid}.json reports; Twilio keeps authenticating suspended accounts. */
   accountStatus: 'active' | 'suspended' | 'closed' = 'active';
   readonly #outcomes = new Map<string, FakeError>();
@@ -181,6 +208,7 @@ export class FakeTwilio {
     this.received.length = 0;
     this.messages.clear();
     this.#outcomes.clear();
+    this.optOuts.clear();
     this.knobs.rateLimit = null;
     this.knobs.serverError = null;
     this.knobs.hang = false;
@@ -207,8 +235,8 @@ export class FakeTwilio {
   }
 
   /**
-   * Posts a status callback to `url` the way Twilio does: form-encoded, signed with
-   * X-Twilio-Signature over exactly this URL. `signWith` signs with another token (a forgery).
+   * Posts a status callback (or any webhook) to `url` the way Twilio does: form-encoded, signed
+   * with X-Twilio-Signature over exactly this URL. `signWith` signs with another token (a forgery).
    */
   async sendStatusCallback(url: string, params: Record<string, string>, opts: { signWith?: string } = {}): Promise<{ status: number; body: string; headers: Headers }> {
     const res = await fetch(url, {
@@ -249,6 +277,41 @@ export class FakeTwilio {
       p.RawDlrDoneDate = `${two(d.getUTCFullYear() % 100)}${two(d.getUTCMonth() + 1)}${two(d.getUTCDate())}${two(d.getUTCHours())}${two(d.getUTCMinutes())}`;
     }
     return p;
+  }
+
+  /**
+   * The parameters Twilio posts to a number's incoming-message webhook: the message, its sender
+   * and number with their geography (empty here, as Twilio leaves what it does not know), and
+   * OptOutType when Advanced Opt-Out recognised a keyword.
+   */
+  inboundParams(sms: InboundSms): Record<string, string> {
+    const sid = `SM${hex(16)}`;
+    const p: Record<string, string> = {
+      ToCountry: 'US', ToState: '', SmsMessageSid: sid, NumMedia: '0', ToCity: '', FromZip: '', SmsSid: sid, FromState: '', SmsStatus: 'received',
+      FromCity: '', Body: sms.body, FromCountry: 'US', To: sms.to, ToZip: '', NumSegments: '1', MessageSid: sid, AccountSid: this.accountSid,
+      From: sms.from, ApiVersion: API_VERSION,
+    };
+    if (sms.messagingServiceSid) p.MessagingServiceSid = sms.messagingServiceSid;
+    if (sms.optOutType) p.OptOutType = sms.optOutType;
+    return p;
+  }
+
+  /**
+   * Posts an incoming SMS to `url` the way Twilio calls a number's webhook (form-encoded, signed
+   * over exactly this URL; `signWith` signs with another token, a forgery), and applies its
+   * keyword to the fake's own opt-out list as Twilio does.
+   */
+  async sendInbound(url: string, sms: InboundSms, opts: { signWith?: string } = {}): Promise<{ status: number; body: string; headers: Headers }> {
+    const params = this.inboundParams(sms);
+    const word = sms.body.trim().toUpperCase();
+    const stop = sms.optOutType === 'STOP' || (sms.optOutType === undefined && STOP_WORDS.has(word));
+    const start = sms.optOutType === 'START' || (sms.optOutType === undefined && START_WORDS.has(word));
+    for (const sender of [sms.to, sms.messagingServiceSid]) {
+      if (!sender) continue;
+      if (stop) this.optOuts.add(`${sender}|${sms.from}`);
+      if (start) this.optOuts.delete(`${sender}|${sms.from}`);
+    }
+    return this.sendStatusCallback(url, params, opts);
   }
 
   /** Moves message `sid` to `status` and posts the signed callback to its StatusCallback (or `url`). */
@@ -316,7 +379,8 @@ export class FakeTwilio {
     if (!from && !serviceSid) return fail({ status: 400, code: 21603, message: "A 'From' phone number is required." });
     if (!form.Body && !form.MediaUrl && !form.ContentSid) return fail({ status: 400, code: 21602, message: 'Message body is required.' });
     if ((form.Body ?? '').length > 1600) return fail({ status: 400, code: 21617, message: 'The concatenated message body exceeds the 1600 character limit.' });
-    const outcome = this.#outcomes.get(to) ?? byNumber(to, from);
+    const optedOut = (from && this.optOuts.has(`${from}|${to}`)) || (serviceSid && this.optOuts.has(`${serviceSid}|${to}`));
+    const outcome = this.#outcomes.get(to) ?? (optedOut ? { status: 400, code: 21610, message: 'Attempt to send to unsubscribed recipient' } : byNumber(to, from));
     if (outcome) return fail(outcome);
     if (this.knobs.maxPerSecond !== null) {
       const now = performance.now();
