@@ -73,6 +73,18 @@ export const Errors = {
     new HttpError('ENS_ERR_DEVICE_NOT_FOUND', 404, `User "${userId}" of tenant "${tenant}" has no device with this token.`),
   tooManyDevices: (userId: string, max: number) =>
     new HttpError('ENS_ERR_TOO_MANY_DEVICES', 409, `User "${userId}" already has ${max} devices; delete old ones before adding another.`),
+  suppressionNotFound: (channel: string, address: string, tenant: string, scope?: string) =>
+    new HttpError(
+      'ENS_ERR_SUPPRESSION_NOT_FOUND',
+      404,
+      `${address} (${channel}) has no entry${scope === undefined ? '' : ` of scope "${scope}"`} on the suppression list of tenant "${tenant}".`,
+    ),
+  suppressionKept: (address: string, reason: string, scope: string) =>
+    new HttpError(
+      'ENS_ERR_SUPPRESSION_KEPT',
+      409,
+      `${address} has a standing ${reason} entry of scope "${scope}"; a soft_bounce does not replace it (it would lapse). DELETE the entry first to replace it.`,
+    ),
   payloadTooLarge: (detail: string) => new HttpError('ENS_ERR_PAYLOAD_TOO_LARGE', 413, detail),
   rateLimited: (detail: string, retryAfterSeconds: number) =>
     new HttpError('ENS_ERR_RATE_LIMITED', 429, detail, {

@@ -21,6 +21,7 @@ export { PushPlatform, UserId, DeviceToken, WebPushSubscription, DevicePut, Devi
 export { ErrorBody } from './schemas/error-body.ts';
 export {
   SUPPRESSION_REASONS, SUPPRESSION_SOURCES, SuppressionReason, SuppressionSource, SuppressionScope, Suppression, SuppressionPut, SuppressionQuery, SuppressionPage, ConsentPolicy,
+  SuppressionAddressParams, SuppressionDeleteQuery, SuppressionEntries,
   type SuppressionReasonT, type SuppressionSourceT,
 } from './schemas/suppression.ts';
 export { serialiseCallback } from './schemas/callback-payload.ts';
@@ -47,6 +48,7 @@ export { normaliseAddress } from './consent/address.ts';
 export {
   signDeliveryToken, readDeliveryToken, returnPathFor, deliveryOfReturnPath, unsubscribeMailtoFor, deliveryOfUnsubscribeMailto, type TokenPurpose,
 } from './consent/delivery-token.ts';
+export { liveUnsubscribeDelivery } from './consent/unsubscribe-link.ts';
 export { mediaKey, type MediaStore, type StoredMedia } from './media/media-store.ts';
 
 export { checkOutboundUrl, resolvePublicAddress, type UrlCheck, type AddressCheck, type LookupAll } from './outbound/outbound-guard.ts';

@@ -18,7 +18,9 @@ import { deviceRoutes } from './routes/devices.ts';
 import { healthRoutes } from './routes/health.ts';
 import { homeRoute } from './routes/home.ts';
 import { messagesRoute } from './routes/messages.ts';
+import { suppressionRoutes } from './routes/suppressions.ts';
 import { tenantRoutes } from './routes/tenants.ts';
+import { unsubscribeRoutes } from './routes/unsubscribe.ts';
 import { typeboxValidator } from './validation.ts';
 
 /** What a caller's X-Request-Id may be: up to 128 characters of letters, digits and . _ : - */
@@ -94,6 +96,8 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
   await tokenRoute(app, { clients: rt.clients, tokens, limits: new TokenRateLimits(rt.config.tokenRateLimit) });
   healthRoutes(app, rt);
   homeRoute(app);
+  // Outside /v2/ and without sign-in: the link in a bulk email's List-Unsubscribe header.
+  await unsubscribeRoutes(app, rt);
 
   const authenticate = clientAuthenticator(tokens, directory);
   const rateLimits = new ClientRateLimits(rt.config.processes);
@@ -110,6 +114,7 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     messagesRoute(v2, rt);
     deliveriesRoute(v2, rt);
     tenantRoutes(v2, rt);
+    suppressionRoutes(v2, rt);
     deviceRoutes(v2, rt);
   });
   for (const register of opts.plugins ?? []) await register(app);

@@ -154,6 +154,11 @@ export const VARIABLES = {
     }),
     softBounceHoldMs: duration('ENS_SOFT_BOUNCE_HOLD', { default: '24h', doc: 'how long a soft bounce (a full mailbox, a greylisting relay that gave up) suppresses its address' }),
     unsubscribeTtlMs: duration('ENS_UNSUBSCRIBE_TTL', { default: '60d', doc: 'how long a one-click unsubscribe link keeps working after its email was sent (mailbox providers ask for at least 30 days); after it, or once retention removed the delivery, the link answers 404' }),
+    unsubscribeRateLimit: integer('ENS_UNSUBSCRIBE_RATE_LIMIT', {
+      default: 600,
+      min: 1,
+      doc: 'requests per minute from one address to the one-click unsubscribe page and its POST (`/unsubscribe/…`); a mailbox provider posts its users\' unsubscribes from few addresses, so keep it generous',
+    }),
   },
   publicUrl: optionalText('ENS_PUBLIC_URL', {
     pattern: '^https?://[^/]+(/.*)?$',

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Channel } from './channel.ts';
 import { literalUnion } from './literal-union.ts';
+import { TenantId } from './tenant.ts';
 
 /** Why an address is suppressed. soft_bounce entries expire; every other reason holds until removed. */
 export const SUPPRESSION_REASONS = ['hard_bounce', 'soft_bounce', 'complaint', 'opt_out', 'invalid_recipient', 'manual'] as const;
@@ -57,6 +58,29 @@ export const SuppressionQuery = Type.Object(
   { additionalProperties: false },
 );
 export type SuppressionQuery = Static<typeof SuppressionQuery>;
+
+/** The path of one address's entries: the address URL-encoded, normalised as its channel's addresses are. */
+export const SuppressionAddressParams = Type.Object({
+  tenant: TenantId,
+  channel: Channel,
+  address: Type.String({
+    minLength: 1,
+    maxLength: 254,
+    description: 'The address, URL-encoded (`+` as `%2B`, `@` as `%40`); normalised before matching (email case-folded with an IDNA ASCII domain, phone numbers to E.164)',
+  }),
+});
+export type SuppressionAddressParams = Static<typeof SuppressionAddressParams>;
+
+/** DELETE's query: one scope, or every entry of the address when absent. */
+export const SuppressionDeleteQuery = Type.Object(
+  { scope: Type.Optional(SuppressionScope) },
+  { additionalProperties: false },
+);
+export type SuppressionDeleteQuery = Static<typeof SuppressionDeleteQuery>;
+
+/** Every entry of one address in a tenant: one per scope. */
+export const SuppressionEntries = Type.Object({ results: Type.Array(Suppression, { minItems: 1 }) });
+export type SuppressionEntries = Static<typeof SuppressionEntries>;
 
 export const SuppressionPage = Type.Object({
   results: Type.Array(Suppression),

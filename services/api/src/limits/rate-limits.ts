@@ -63,6 +63,28 @@ export class ClientRateLimits {
 }
 
 /**
+ * A budget of requests per minute for each remote address, on a route anyone may call without
+ * signing in (the one-click unsubscribe): it bounds the work one address can cause.
+ */
+export class AddressRateLimits {
+  readonly #requests: RateLimiterAbstract;
+
+  constructor(readonly perMinute: number, keyPrefix: string) {
+    this.#requests = limiter({ points: perMinute, duration: 60, keyPrefix });
+  }
+
+  /** Counts a request from `address`; throws ENS_ERR_RATE_LIMITED when over. */
+  async consume(address: string): Promise<void> {
+    try {
+      await this.#requests.consume(address);
+    } catch (e) {
+      if (e instanceof RateLimiterRes) throw Errors.rateLimited(`Too many requests from this address; at most ${this.perMinute} per minute.`, e.msBeforeNext / 1000);
+      throw e;
+    }
+  }
+}
+
+/**
  * Token endpoint limits. Client ids are not secret (a token's `sub` carries one), so a count per
  * client id would let anyone lock a client out by guessing its secret. Instead:
  * - every request counts against its address (`perMinute`), before the secret's hash is checked,
