@@ -5,6 +5,7 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { signDeliveryToken } from '@ens/core';
 import { uniqueKey, type TestClient } from '../harness/service.ts';
 import { startDocumentedService, WHATSAPP } from './openapi-fixture.ts';
 
@@ -19,6 +20,7 @@ import { startDocumentedService, WHATSAPP } from './openapi-fixture.ts';
 const root = path.resolve(import.meta.dirname, '../..');
 const MAX_BODY = 64 * 1024;
 const TOKEN_RATE = 60;
+const UNSUBSCRIBE_RATE = 30;
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
 interface Answer {
@@ -59,7 +61,7 @@ function sendFrom(url: string, from: string, method: string, headers: Record<str
 }
 
 t.test('every documented response, live', async (t) => {
-  const svc = await startDocumentedService(t, { ENS_MAX_BODY_BYTES: String(MAX_BODY), ENS_TOKEN_RATE_LIMIT: String(TOKEN_RATE) });
+  const svc = await startDocumentedService(t, { ENS_MAX_BODY_BYTES: String(MAX_BODY), ENS_TOKEN_RATE_LIMIT: String(TOKEN_RATE), ENS_UNSUBSCRIBE_RATE_LIMIT: String(UNSUBSCRIBE_RATE) });
   const doc = (await (await fetch(`${svc.baseUrl}/docs/json`)).json()) as Doc;
 
   const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
@@ -241,6 +243,52 @@ t.test('every documented response, live', async (t) => {
     await expect(t, 409, 'PUT', `${full}/fcm-100`, { token });
   });
 
+  t.test('suppressions', async (t) => {
+    const list = '/v2/tenants/acme/suppressions';
+    await expect(t, 201, 'PUT', `${list}/sms/%2B15551230042`, { token, json: { reason: 'hard_bounce', detail: '21211 invalid To' } });
+    await expect(t, 200, 'PUT', `${list}/sms/%2B15551230042`, { token, json: { reason: 'hard_bounce', detail: 'again' } });
+    await expect(t, 201, 'PUT', `${list}/email/ann%40example.com`, { token });
+    await expect(t, 400, 'PUT', `${list}/sms/not-a-phone`, { token });
+    await expect(t, 400, 'PUT', `${list}/sms/%2B15551230043`, { token, json: { scope: 'two words' } });
+    await expect(t, 404, 'PUT', '/v2/tenants/nowhere/suppressions/sms/%2B15551230043', { token });
+    await expect(t, 409, 'PUT', `${list}/sms/%2B15551230042`, { token, json: { reason: 'soft_bounce' } });
+    await expect(t, 413, 'PUT', `${list}/sms/%2B15551230043`, { token, json: { detail: 'x'.repeat(MAX_BODY) } });
+    await expect(t, 415, 'PUT', `${list}/sms/%2B15551230043`, { token, raw: 'x', headers: { 'content-type': 'text/plain' } });
+    await expect(t, 200, 'GET', `${list}?limit=1`, { token });
+    await expect(t, 200, 'GET', `${list}?channel=email&address=ANN%40example.com`, { token });
+    await expect(t, 400, 'GET', `${list}?limit=1001`, { token });
+    await expect(t, 404, 'GET', '/v2/tenants/nowhere/suppressions', { token });
+    await expect(t, 200, 'GET', `${list}/sms/%2B15551230042`, { token });
+    await expect(t, 400, 'GET', `${list}/fax/%2B15551230042`, { token });
+    await expect(t, 404, 'GET', `${list}/sms/%2B15551230043`, { token });
+    await expect(t, 204, 'DELETE', `${list}/email/ann%40example.com?scope=*`, { token });
+    await expect(t, 400, 'DELETE', `${list}/email/ann%40example.com?scope=two%20words`, { token });
+    await expect(t, 404, 'DELETE', `${list}/email/ann%40example.com`, { token });
+  });
+
+  /** A one-click unsubscribe link of a real email delivery (its row is there from the 202 on). */
+  const accepted = await send('POST', '/v2/messages', {
+    token,
+    json: { tenant: 'acme', event_type: 'newsletter.weekly', messages: [{ channel: 'email', recipients: ['reader@example.com'], content: { kind: 'rendered', subject: 'News', body: 'News' } }] },
+    headers: { 'idempotency-key': uniqueKey('unsubscribe') },
+  });
+  const unsubscribeLink = `/unsubscribe/${signDeliveryToken(svc.rt.consentKey, 'unsubscribe', JSON.parse(accepted.text).deliveries[0].delivery_id)}`;
+  const ONE_CLICK = { raw: 'List-Unsubscribe=One-Click', headers: FORM };
+
+  t.test('one-click unsubscribe', async (t) => {
+    await expect(t, 200, 'GET', unsubscribeLink);
+    await expect(t, 404, 'GET', `/unsubscribe/${'a'.repeat(42)}`);
+    await expect(t, 431, 'GET', unsubscribeLink, { headers: BIG_HEADER });
+    await expect(t, 200, 'POST', unsubscribeLink, ONE_CLICK);
+    await expect(t, 404, 'POST', `/unsubscribe/${'a'.repeat(42)}`, ONE_CLICK);
+    await expect(t, 413, 'POST', unsubscribeLink, { raw: `List-Unsubscribe=One-Click&pad=${'x'.repeat(20_000)}`, headers: FORM });
+    await expect(t, 431, 'POST', unsubscribeLink, { ...ONE_CLICK, headers: { ...FORM, ...BIG_HEADER } });
+    const from = '127.0.0.79';
+    for (let i = 0; i < UNSUBSCRIBE_RATE; i++) await send('GET', unsubscribeLink, { from });
+    await expect(t, 429, 'GET', unsubscribeLink, { from });
+    await expect(t, 429, 'POST', unsubscribeLink, { ...ONE_CLICK, from });
+  });
+
   /** One valid request per /v2/ operation, for the answers every one of them gives. */
   let spare = 0;
   const v2Requests = (tok: string): [string, string, Request][] => [
@@ -254,6 +302,10 @@ t.test('every documented response, live', async (t) => {
     ['PUT', '/v2/tenants/acme/users/user-8/devices/fcm-token-8', { token: tok }],
     ['GET', '/v2/tenants/acme/users/user-8/devices', { token: tok }],
     ['DELETE', '/v2/tenants/acme/users/user-8/devices/fcm-token-8', { token: tok }],
+    ['GET', '/v2/tenants/acme/suppressions', { token: tok }],
+    ['PUT', '/v2/tenants/acme/suppressions/sms/%2B15551230088', { token: tok, json: { reason: 'manual' } }],
+    ['GET', '/v2/tenants/acme/suppressions/sms/%2B15551230088', { token: tok }],
+    ['DELETE', '/v2/tenants/acme/suppressions/sms/%2B15551230088', { token: tok }],
   ];
 
   t.test('what every /v2/ operation answers', async (t) => {
@@ -299,6 +351,8 @@ t.test('every documented response, live', async (t) => {
     t.teardown(() => svc.engines.postgres.start());
     await expect(t, 503, 'POST', '/v1/oauth2/token/', { raw: tokenForm(client), headers: FORM, from: '127.0.0.78' });
     for (const [method, url, r] of v2Requests(token)) await expect(t, 503, method, url, r);
+    await expect(t, 503, 'GET', unsubscribeLink, { from: '127.0.0.78' });
+    await expect(t, 503, 'POST', unsubscribeLink, { ...ONE_CLICK, from: '127.0.0.78' });
     await expect(t, 503, 'GET', '/readyz');
   });
 

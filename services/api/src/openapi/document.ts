@@ -27,6 +27,8 @@ export const openapiOptions: FastifyDynamicSwaggerOptions = {
       { name: 'deliveries', description: 'The delivery record, as a change feed' },
       { name: 'tenants', description: "The client's tenants and their provider settings" },
       { name: 'devices', description: 'The push device registry' },
+      { name: 'suppressions', description: "A tenant's suppression list: addresses no send reaches (bounces, complaints, opt-outs, entries by hand)" },
+      { name: 'unsubscribe', description: 'One-click unsubscribe (RFC 8058): the link in a bulk email\'s List-Unsubscribe header, used by mailbox providers and people without a token' },
       { name: 'operations', description: 'Liveness, readiness and Prometheus metrics; no token' },
       { name: 'provider webhooks', description: 'Status reports from providers, authenticated by each provider\'s own signature; listed for each configured provider plugin that has them' },
     ],
