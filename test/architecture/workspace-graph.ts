@@ -50,7 +50,8 @@ export const rootDevDependencies = new Set(depNames(readJson(path.join(root, 'pa
 
 const SOURCE = /\.(ts|mts|mjs|js)$/;
 
-function sourceFiles(dir: string): string[] {
+/** Every source file under `dir` (its tests too), without node_modules, dist and declarations. */
+export function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((entry) => {
     if (entry === 'node_modules' || entry === 'dist') return [];
     const full = path.join(dir, entry);

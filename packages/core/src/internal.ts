@@ -10,7 +10,9 @@ export { isNatsUnavailable } from './nats/unavailable.ts';
 export {
   SEND_STREAM, SEND_LANES, CALLBACK_STREAM, sendSubject, sendConsumer, CALLBACK_SUBJECT, CALLBACK_CONSUMER, FEED_WAKE_SUBJECT, ACK_WAIT_MS, connectNats, ensureTopology,
 } from './nats/topology.ts';
-export { BULK_WAKEUPS, wakeSenders, wakeCallbacks, wakeFeed, parseSendWakeup, parseCallbackWakeup, type SendWakeup, type CallbackWakeup } from './nats/wakeups.ts';
+// No wakeSenders, wakeFeed or wakeCallbacks: core's doors publish the wake-ups after their own
+// commits (test/architecture/wake-ups.test.ts).
+export { BULK_WAKEUPS, parseSendWakeup, parseCallbackWakeup, type SendWakeup, type CallbackWakeup, type WakeupTarget } from './nats/wakeups.ts';
 export { FairQueue, type Flow, type FlowWeights } from './scheduling/fair-queue.ts';
 export { FairSlots, type SlotWork } from './scheduling/fair-slots.ts';
 export { SchedulingPolicy } from './store/scheduling.ts';

@@ -1,6 +1,8 @@
 import t from 'tap';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { FEED_WAKE_SUBJECT, wakeFeed } from '@ens/core/internal';
+import { FEED_WAKE_SUBJECT } from '@ens/core/internal';
+// Core's own: no role publishes a wake-up (test/architecture/wake-ups.test.ts).
+import { wakeFeed } from '../src/nats/wakeups.ts';
 
 const nextTurn = () => new Promise((r) => setImmediate(r));
 
