@@ -26,6 +26,7 @@ export {
   httpDuration, deliveriesAccepted, attemptsTotal, suppressedSends, suppressionReports, callbackPosts, callbacksDeferred, feedStamped, sweeperRequeued, mediaCollected, retentionRemoved, retentionBatches, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
 } from './metrics.ts';
 
+export { stampBatch, stampClient } from './store/feed.ts';
 export { purgeIdempotencyKeys } from './store/accept.ts';
 export { AcceptBatcher, acceptBatcherFor, type AcceptBatcherOptions } from './store/accept-batcher.ts';
 export { ClientDirectory } from './store/client-directory.ts';

@@ -1,6 +1,5 @@
 import { type Runtime } from '@ens/core';
-import { FEED_WAKE_SUBJECT, feedStamped, registerLoop } from '@ens/core/internal';
-import { stampBatch } from './stamper.ts';
+import { FEED_WAKE_SUBJECT, feedStamped, registerLoop, stampBatch } from '@ens/core/internal';
 
 const BATCH = 5000;
 /** Upper bound on how long a change waits to appear in the feed when no wake-up arrives. */

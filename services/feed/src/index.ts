@@ -1,2 +1,2 @@
 export { startFeed, type FeedRole } from './feed.ts';
-export { stampBatch } from './stamper.ts';
+export { stampBatch } from '@ens/core/internal';
