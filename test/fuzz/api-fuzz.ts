@@ -13,7 +13,8 @@ import { startTestService, type Teardown, type TestService } from '../harness/se
  * - never a 5xx;
  * - every 4xx has a `detail` string;
  * - a rejected request writes no row and no file;
- * - an accepted handoff or tenant reads back exactly as sent.
+ * - an accepted handoff, tenant or suppression reads back exactly as sent;
+ * - an unsubscribe link that does not work gets the one not-found page, whatever was sent.
  */
 
 export interface FuzzRequest {
@@ -23,7 +24,7 @@ export interface FuzzRequest {
   headers: [string, string][];
   body?: string;
   /** What an accepted request must read back as. */
-  expect?: { kind: 'handoff' | 'tenant'; sent: Record<string, unknown> };
+  expect?: { kind: 'handoff' | 'tenant' | 'suppression'; sent: Record<string, unknown> };
 }
 
 export interface FuzzTarget {
@@ -140,10 +141,29 @@ export function requests(tenant: string): fc.Arbitrary<FuzzRequest> {
   const token = fc.tuple(fc.dictionary(fc.constantFrom('grant_type', 'client_id', 'client_secret', 'scope'), rawSegment, { maxKeys: 4 }), contentType).map(
     ([f, ct]): FuzzRequest => ({ method: 'POST', path: '/v1/oauth2/token/', headers: [['content-type', ct]], body: Object.entries(f).map(([k, v]) => `${k}=${v}`).join('&') }),
   );
+  const suppressionBody = fc.record({ reason: fc.constantFrom('manual', 'hard_bounce', 'complaint', 'opt_out', 'invalid_recipient'), scope: fc.constantFrom('*', 'newsletter.weekly', 'promo'), detail: fc.string({ maxLength: 60 }) }, { requiredKeys: [] });
+  const suppressionAddress = fc.oneof(
+    fc.tuple(fc.constantFrom('sms', 'whatsapp'), phone.map(segment)),
+    fc.tuple(fc.constant('email'), email.map(segment)),
+    fc.tuple(fc.constantFrom('sms', 'email', 'push', 'whatsapp', 'fax', '%00'), rawSegment),
+  );
+  const suppressions = fc.oneof(
+    fc.tuple(suppressionAddress, suppressionBody).map(([[ch, addr], b]): FuzzRequest => ({ method: 'PUT', path: `/v2/tenants/${tenant}/suppressions/${ch}/${addr || 'x'}`, headers: [['content-type', 'application/json']], body: json(b), expect: { kind: 'suppression', sent: { ...b, path: `/v2/tenants/${tenant}/suppressions/${ch}/${addr || 'x'}` } } })),
+    fc.tuple(suppressionAddress, suppressionBody.chain(mutate), contentType).map(([[ch, addr], b, ct]): FuzzRequest => ({ method: 'PUT', path: `/v2/tenants/${tenant}/suppressions/${ch}/${addr || 'x'}`, headers: [['content-type', ct]], body: json(b) })),
+    fc.tuple(suppressionAddress, fc.option(rawSegment)).map(([[ch, addr], scope]): FuzzRequest => ({ method: 'DELETE', path: `/v2/tenants/${tenant}/suppressions/${ch}/${addr || 'x'}${scope === null ? '' : `?scope=${scope}`}`, headers: [] })),
+    suppressionAddress.map(([ch, addr]): FuzzRequest => ({ method: 'GET', path: `/v2/tenants/${tenant}/suppressions/${ch}/${addr || 'x'}`, headers: [] })),
+    fc.dictionary(fc.constantFrom('channel', 'reason', 'address', 'cursor', 'limit', 'x'), rawSegment, { maxKeys: 4 }).map(
+      (q): FuzzRequest => ({ method: 'GET', path: `/v2/tenants/${tenant}/suppressions?${Object.entries(q).map(([k, v]) => `${k}=${v}`).join('&')}`, headers: [] }),
+    ),
+  );
+  // No link here works (the fuzz sends no email): every answer must be the one not-found page.
+  const unsubscribe = fc.tuple(fc.constantFrom('GET', 'POST') as fc.Arbitrary<'GET' | 'POST'>, fc.oneof(rawSegment, fc.stringMatching(/^[a-z2-7]{42}$/)), fc.string({ unit: 'binary', maxLength: 100 }), contentType).map(
+    ([method, token, raw, ct]): FuzzRequest => ({ method, path: `/unsubscribe/${token || 'x'}`, headers: [['content-type', ct]], body: raw }),
+  );
   const webhooks = fc.tuple(fc.constantFrom('/webhooks/sandbox/x', '/webhooks/twilio/status', '/webhooks/%00'), fc.string({ unit: 'binary', maxLength: 100 }), contentType).map(
     ([path, raw, ct]): FuzzRequest => ({ method: 'POST', path, headers: [['content-type', ct]], body: raw }),
   );
-  return fc.oneof({ weight: 6, arbitrary: messages }, { weight: 3, arbitrary: tenants }, { weight: 2, arbitrary: devices }, { weight: 2, arbitrary: feed }, { weight: 1, arbitrary: token }, { weight: 1, arbitrary: webhooks });
+  return fc.oneof({ weight: 6, arbitrary: messages }, { weight: 3, arbitrary: tenants }, { weight: 2, arbitrary: devices }, { weight: 2, arbitrary: feed }, { weight: 1, arbitrary: token }, { weight: 1, arbitrary: webhooks }, { weight: 3, arbitrary: suppressions }, { weight: 1, arbitrary: unsubscribe });
 }
 
 // ——— the invariants ———
@@ -158,7 +178,8 @@ async function countFiles(dir: string): Promise<number> {
 async function snapshot(target: FuzzTarget): Promise<string> {
   const { rows } = await target.svc.rt.db.query(
     `SELECT (SELECT count(*) FROM handoffs) h, (SELECT count(*) FROM deliveries) d, (SELECT count(*) FROM tenants) t,
-            (SELECT count(*) FROM devices) dv, (SELECT count(*) FROM idempotency_keys) k, (SELECT count(*) FROM callbacks) c`,
+            (SELECT count(*) FROM devices) dv, (SELECT count(*) FROM idempotency_keys) k, (SELECT count(*) FROM callbacks) c,
+            (SELECT count(*) FROM suppressions) s`,
   );
   return `${JSON.stringify(rows[0])} files=${await countFiles(join(target.svc.config.dataDir, 'media'))}`;
 }
@@ -188,6 +209,8 @@ function rawRequest(target: FuzzTarget, req: FuzzRequest): Promise<{ status: num
 
 /** Sends one request and checks the invariants; resolves with what broke, or null. */
 let previous = '';
+/** The first unsubscribe 404 seen: every later one must be byte-identical to it. */
+let notFoundPage: string | undefined;
 export async function check(target: FuzzTarget, req: FuzzRequest): Promise<string | null> {
   const broken = await checkOne(target, req);
   const seen = `${req.method} ${req.path} ${JSON.stringify(req.headers)} ${(req.body ?? '').slice(0, 200)}`;
@@ -221,6 +244,15 @@ async function checkOne(target: FuzzTarget, req: FuzzRequest): Promise<string | 
     body = undefined;
   }
   if (status >= 500) return `${status}: ${text.slice(0, 300)}`;
+  // As fetch sends it: a token of dot segments (%2e%2e) leaves /unsubscribe/ before it is sent.
+  const unsubscribe = new URL(req.path, target.svc.baseUrl).pathname.startsWith('/unsubscribe/');
+  if (unsubscribe && status === 404) {
+    notFoundPage ??= text;
+    if (text !== notFoundPage) return `an unsubscribe 404 differs from the others: ${text.slice(0, 300)}`;
+    if (req.method !== 'GET' && (await snapshot(target)) !== before) return 'a refused unsubscribe changed the record';
+    return null;
+  }
+  if (unsubscribe && status < 400) return `an unsubscribe link that cannot work answered ${status}`;
   if (status >= 400) {
     if (typeof body?.detail !== 'string' || body.detail.length === 0) return `${status} without a detail: ${text.slice(0, 300)}`;
     if (req.method !== 'GET') {
@@ -244,6 +276,14 @@ async function checkOne(target: FuzzTarget, req: FuzzRequest): Promise<string | 
     // jsonb orders keys its own way: compare as values, not as text.
     if (got.name !== (sent.name ?? null) || !isDeepStrictEqual(got.settings, JSON.parse(JSON.stringify(sent.settings ?? {})))) {
       return `the tenant reads back as ${JSON.stringify(got).slice(0, 200)}, not as sent`;
+    }
+  }
+  if (req.expect?.kind === 'suppression' && (status === 200 || status === 201)) {
+    const sent = req.expect.sent as { path: string; reason?: string; scope?: string; detail?: string };
+    const r = await fetch(target.svc.baseUrl + sent.path, { headers: { authorization: `Bearer ${target.token}` } });
+    const got = ((await r.json()) as { results?: { scope: string; reason: string; detail: string | null; source: string }[] }).results?.find((e) => e.scope === (sent.scope ?? '*'));
+    if (!got || got.reason !== (sent.reason ?? 'manual') || got.detail !== (sent.detail ?? null) || got.source !== 'api') {
+      return `the suppression reads back as ${JSON.stringify(got).slice(0, 200)}, not as sent`;
     }
   }
   return null;

@@ -3,9 +3,10 @@ import fc from 'fast-check';
 import { check, requests, startFuzzTarget } from './api-fuzz.ts';
 
 /**
- * A few thousand generated requests over POST /v2/messages, the tenants and devices endpoints, the
- * feed's query string, the token endpoint and the webhook routes: never a 5xx, every 4xx with a
- * detail, nothing written by a rejected request, accepted ones read back as sent. `npm run fuzz`
+ * A few thousand generated requests over POST /v2/messages, the tenants, devices and suppressions
+ * endpoints, the feed's query string, the token endpoint, the webhook routes and the one-click
+ * unsubscribe links: never a 5xx, every 4xx with a detail (an unsubscribe link's 404 is its one
+ * page), nothing written by a rejected request, accepted ones read back as sent. `npm run fuzz`
  * runs any number (see test/fuzz/run.ts).
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 2000);
