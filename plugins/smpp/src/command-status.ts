@@ -1,4 +1,4 @@
-import { permanentError, rateLimitedError, transientError, type ProviderError } from '@ens/plugin-sdk';
+import { permanentError, rateLimitedError, recipientError, transientError, type ProviderError, type RecipientRefusal } from '@ens/plugin-sdk';
 
 /**
  * SMPP command_status values: SMPP v3.4 section 5.1.3 (table 5-2), with the v5.0 additions an SMSC
@@ -91,6 +91,15 @@ const PERMANENT = new Set([
   0x54, 0x55, 0x61, 0x62, 0x63, 0x65, 0x66, 0xc0, 0xc1, 0xc2, 0xc3, 0xc4, 0x104, 0x105, 0x106,
 ]);
 
+/**
+ * The permanent refusals that are about the recipient, which ENS suppresses: ESME_RINVDSTADR, the
+ * destination is not a number the SMSC can deliver to. Not ESME_RINVDSTTON/NPI: the plugin sends
+ * every destination as international/ISDN, so an SMSC refusing that refuses the ESME's numbering
+ * for every recipient alike (a setting to fix at the SMSC), and suppressing would punish the
+ * numbers for it.
+ */
+const RECIPIENT_REFUSALS: ReadonlyMap<number, RecipientRefusal> = new Map([[0x0b, 'invalid_recipient']]);
+
 export type StatusClass = 'ok' | 'rate_limited' | 'transient' | 'permanent';
 
 export function classifyStatus(status: number): StatusClass {
@@ -106,8 +115,10 @@ export function submitError(status: number, detail?: string): ProviderError {
     case 'rate_limited':
       // SMPP carries no retry hint: the worker's own back-off applies.
       return rateLimitedError(message);
-    case 'permanent':
-      return permanentError(message);
+    case 'permanent': {
+      const refusal = RECIPIENT_REFUSALS.get(status);
+      return refusal ? recipientError(message, refusal) : permanentError(message);
+    }
     default:
       return transientError(message);
   }

@@ -46,7 +46,7 @@ export interface Receipt {
 }
 
 /** Text of short_message / message_payload as node-smpp decodes it ({ message } or raw octets). */
-function messageText(v: unknown): string | undefined {
+export function messageText(v: unknown): string | undefined {
   if (typeof v === 'string') return v;
   if (Buffer.isBuffer(v)) return v.toString('latin1');
   if (v !== null && typeof v === 'object' && 'message' in v) return messageText((v as { message: unknown }).message);

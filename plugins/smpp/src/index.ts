@@ -4,6 +4,7 @@ import { definePlugin, type PluginContext, type Provider } from '@ens/plugin-sdk
 import { ESME_ROK, submitError } from './command-status.ts';
 import { ConfigSchema, resolveConfig, type SmppConfig, type SmppConfigInput } from './config.ts';
 import { ESM_CLASS_RECEIPT, parseReceipt, receiptUpdate } from './delivery-receipt.ts';
+import { mobileOriginatedReport } from './mobile-originated.ts';
 import { SmppConnection, type BindCommand } from './smpp-connection.ts';
 import { submitParams } from './submit.ts';
 
@@ -18,8 +19,15 @@ function createProvider(config: SmppConfig, context: PluginContext): Provider {
   async function onDeliver(pdu: PDU): Promise<number> {
     const esmClass = typeof pdu.esm_class === 'number' ? pdu.esm_class : 0;
     if ((esmClass & ESM_CLASS_RECEIPT) === 0) {
-      // A mobile-originated message: ENS takes no inbound SMS, but the SMSC must not redeliver it.
-      logger.info({ source: pdu.source_addr }, 'smpp: ignored a mobile-originated deliver_sm (ENS does not receive SMS)');
+      // A mobile-originated message: a STOP or START is reported (a failed report throws, and the
+      // SMSC is asked to deliver it again); anything else is acknowledged so it is not redelivered.
+      const report = mobileOriginatedReport(pdu, config.sourceAddr, new Date());
+      if (report) {
+        await context.reportRecipient(report);
+        logger.info({ source: pdu.source_addr, destination: pdu.destination_addr, kind: report.kind }, 'smpp: reported a mobile-originated keyword');
+        return ESME_ROK;
+      }
+      logger.info({ source: pdu.source_addr }, 'smpp: ignored a mobile-originated deliver_sm (ENS takes only STOP and START)');
       return ESME_ROK;
     }
     const receipt = parseReceipt(pdu);
@@ -104,7 +112,8 @@ function createProvider(config: SmppConfig, context: PluginContext): Provider {
 export default definePlugin<SmppConfigInput>({
   name: 'smpp',
   channels: ['sms'],
-  sdk: '^1.0.0',
+  // 1.3: recipientError and context.reportRecipient.
+  sdk: '^1.3.0',
   configSchema: ConfigSchema,
   create(config, context) {
     return createProvider(resolveConfig(config), context);

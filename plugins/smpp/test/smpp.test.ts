@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { classifyError, type OutboundMessage, type Provider, type StatusUpdate } from '@ens/plugin-sdk';
+import { classifyError, type OutboundMessage, type Provider, type RecipientReport, type StatusUpdate } from '@ens/plugin-sdk';
 import { recordingContext, type RecordingContext } from '@ens/plugin-sdk/conformance';
 import plugin from '../src/index.ts';
 import type { SmppConfigInput } from '../src/config.ts';
@@ -145,11 +145,95 @@ t.test('failure receipts: TLV-only, text-only, both; intermediate states report 
   t.ok(await reportFor(ctx, 'not-ours'), 'an unknown id is reported as it is: matching is the core’s job, on the exact string');
 });
 
-t.test('a mobile-originated deliver_sm is answered and reports nothing', async (t) => {
+t.test('a mobile-originated deliver_sm that is no keyword is answered and reports nothing', async (t) => {
   const { smsc, ctx } = await rig(t);
   await smsc.waitFor(() => smsc.boundCount === 1);
-  t.equal(await smsc.deliverSm({ source_addr: '15550001111', destination_addr: 'ENS', esm_class: 0, data_coding: 0, short_message: 'STOP' }), 0);
+  t.equal(await smsc.deliverSm({ source_addr: '15550001111', destination_addr: '15005550006', esm_class: 0, data_coding: 0, short_message: 'see you at 5' }), 0);
   t.equal(ctx.reports.length, 0);
+  t.equal(ctx.recipientReports.length, 0);
+});
+
+const TEXTER = '+15557651234';
+const only = (r: RecipientReport | undefined) => r && { kind: r.kind, address: r.address, channel: r.channel, sender: r.sender, providerMessageId: r.providerMessageId };
+
+t.test('an MO STOP through the fake SMSC reports an opt-out of the phone from the number it texted', async (t) => {
+  const { smsc, ctx } = await rig(t, { sourceAddr: '+15005550006' });
+  await smsc.waitFor(() => smsc.boundCount === 1);
+  const before = Date.now();
+  t.equal(await smsc.sendMo({ from: TEXTER, to: '+15005550006', text: 'STOP' }), ESME.ROK, 'deliver_sm_resp ESME_ROK');
+  t.equal(ctx.recipientReports.length, 1, 'reported before the deliver_sm_resp');
+  const r = ctx.recipientReports[0]!;
+  t.same(only(r), { kind: 'opt_out', address: TEXTER, channel: 'sms', sender: { id: '+15005550006', isDefault: true }, providerMessageId: undefined });
+  t.equal(r.detail, 'smpp MO to 15005550006: text "STOP"', 'the words are the evidence');
+  t.ok(r.at.getTime() >= before - 1 && r.at.getTime() <= Date.now() + 1);
+  const mo = smsc.received.find((p) => p.command === 'deliver_sm_resp');
+  t.equal(mo?.commandStatus, ESME.ROK);
+  t.equal(ctx.reports.length, 0, 'no status report');
+
+  for (const text of ['stopall', 'Stop.', ' UNSUBSCRIBE ', 'cancel', 'End', 'quit', 'revoke', 'Opt-out']) {
+    await smsc.sendMo({ from: TEXTER, to: '+15005550006', text });
+    t.equal(ctx.recipientReports.at(-1)?.kind, 'opt_out', `"${text}" is an opt-out`);
+  }
+  for (const text of ['START', 'yes', 'Unstop']) {
+    await smsc.sendMo({ from: TEXTER, to: '+15005550006', text });
+    t.equal(ctx.recipientReports.at(-1)?.kind, 'opt_in', `"${text}" is an opt-in`);
+  }
+  const n = ctx.recipientReports.length;
+  t.equal(n, 12);
+
+  await smsc.sendMo({ from: TEXTER, to: '15005550009', text: 'STOP' });
+  t.same(ctx.recipientReports.at(-1)?.sender, { id: '+15005550009', isDefault: false }, 'to another number: only the tenants sending from it');
+  await smsc.sendMo({ from: TEXTER, to: '12345', text: 'STOP' });
+  t.same(ctx.recipientReports.at(-1)?.sender, { id: '+12345', isDefault: false }, 'to a short code');
+  await smsc.sendMo({ from: TEXTER, to: '+15005550006', text: 'Stopp', ucs2: true });
+  t.equal(ctx.recipientReports.length, n + 2, 'a misspelt keyword is no keyword');
+  await smsc.sendMo({ from: TEXTER, to: '+15005550006', text: 'STOP', ucs2: true });
+  t.equal(ctx.recipientReports.at(-1)?.detail, 'smpp MO to 15005550006: text "STOP"', 'UCS-2 text is read');
+  t.equal(await smsc.deliverSm({
+    source_addr_ton: 1, source_addr_npi: 1, source_addr: TEXTER.slice(1), destination_addr: '15005550006', esm_class: 0, data_coding: 0, short_message: Buffer.alloc(0), message_payload: 'STOP',
+  }), ESME.ROK);
+  t.equal(ctx.recipientReports.length, n + 4, 'a keyword in message_payload is read');
+});
+
+t.test('what is not a plain MO keyword from a whole phone number reports nothing, and is answered', async (t) => {
+  const { smsc, ctx } = await rig(t, { sourceAddr: '+15005550006' });
+  await smsc.waitFor(() => smsc.boundCount === 1);
+  const cases: [string, Parameters<FakeSmsc['sendMo']>[0]][] = [
+    ['HELP', { from: TEXTER, to: '+15005550006', text: 'HELP' }],
+    ['INFO', { from: TEXTER, to: '+15005550006', text: 'info' }],
+    ['a sentence', { from: TEXTER, to: '+15005550006', text: 'please stop texting me' }],
+    ['an intermediate delivery notification (esm_class 0x20)', { from: TEXTER, to: '+15005550006', text: 'STOP', esmClass: 0x20 }],
+    ['a national source number (TON 2)', { from: '07700900123', to: '+15005550006', text: 'STOP', sourceTon: 2 }],
+    ['an alphanumeric source (TON 5)', { from: 'BANK', to: '+15005550006', text: 'STOP', sourceTon: 5 }],
+  ];
+  for (const [what, mo] of cases) t.equal(await smsc.sendMo(mo), ESME.ROK, `${what}: answered ESME_ROK`);
+  t.equal(ctx.recipientReports.length, 0, 'none reported');
+});
+
+t.test('without sourceAddr, a STOP binds only the tenants sending from the number texted', async (t) => {
+  const { smsc, ctx } = await rig(t);
+  await smsc.waitFor(() => smsc.boundCount === 1);
+  await smsc.sendMo({ from: TEXTER, to: '+15005550006', text: 'STOP' });
+  t.same(ctx.recipientReports[0]?.sender, { id: '+15005550006', isDefault: false });
+});
+
+t.test('reportRecipient failing answers ESME_RX_T_APPN, so the SMSC delivers the STOP again', async (t) => {
+  const base = recordingContext();
+  let down = true;
+  const ctx: RecordingContext = {
+    ...base,
+    reportRecipient: async (r: RecipientReport) => {
+      if (down) throw new Error('database unavailable');
+      return base.reportRecipient(r);
+    },
+  };
+  const { smsc } = await rig(t, { sourceAddr: '+15005550006' }, {}, ctx);
+  await smsc.waitFor(() => smsc.boundCount === 1);
+  t.equal(await smsc.sendMo({ from: TEXTER, to: '+15005550006', text: 'STOP' }), 0x64, 'ESME_RX_T_APPN');
+  t.equal(base.recipientReports.length, 0);
+  down = false;
+  t.equal(await smsc.sendMo({ from: TEXTER, to: '+15005550006', text: 'STOP' }), ESME.ROK, 'the redelivery is taken');
+  t.equal(base.recipientReports.length, 1);
 });
 
 t.test('reportStatus failing answers ESME_RX_T_APPN so that the SMSC retries the receipt', async (t) => {
@@ -249,6 +333,28 @@ t.test('each command_status class', async (t) => {
   }
   t.match(await sendError(provider, sms('+1555x1234', 'x')), { kind: 'permanent', message: 'smpp: recipient +1555x1234 is not an E.164 phone number' }, 'a recipient that is no E.164 number');
   t.match(await sendError(provider, { ...sms('+15551234567', ''), content: {} }), { kind: 'permanent', message: 'smpp: the sms content has no body to send' });
+});
+
+t.test('ESME_RINVDSTADR is a refusal about the recipient; the other permanent refusals are not', async (t) => {
+  const { provider } = await rig(t);
+  const refusal = async (status: number) => {
+    try {
+      await provider.send(sms(errorRecipient(status), 'x'));
+    } catch (e) {
+      return classifyError(e);
+    }
+    throw new Error('sent');
+  };
+  const dst = await refusal(ESME.RINVDSTADR);
+  t.equal(dst.kind, 'permanent');
+  t.equal(dst.recipientRefusal, 'invalid_recipient', 'ESME_RINVDSTADR → invalid_recipient: ENS suppresses the number');
+  // ENS sends every destination as international/ISDN: an SMSC refusing that refuses it for everyone.
+  for (const status of [0x50, 0x51, ESME.RINVSRCADR, ESME.RINVMSGLEN, ESME.RINVDCS, 0x106]) {
+    const c = await refusal(status);
+    t.equal(c.kind, 'permanent', `0x${status.toString(16)} permanent`);
+    t.equal(c.recipientRefusal, undefined, `0x${status.toString(16)} suppresses no one`);
+  }
+  for (const status of [ESME.RSYSERR, ESME.RTHROTTLED]) t.equal((await refusal(status)).recipientRefusal, undefined);
 });
 
 t.test('an unanswered submit_sm is a transient timeout', async (t) => {
@@ -401,6 +507,8 @@ t.test('transmitter+receiver: two binds; submits on the transmitter, receipts on
   const rx = smsc.binds.find((b) => b.command === 'bind_receiver')!.connection;
   await smsc.waitFor(() => smsc.received.some((r) => r.command === 'deliver_sm_resp'), 2_000, 'deliver_sm_resp');
   t.ok(smsc.received.some((r) => r.command === 'deliver_sm_resp' && r.connection === rx), 'deliver_sm_resp on the receiver session');
+  t.equal(await smsc.sendMo({ from: '+15557651234', to: '12345', text: 'STOP' }), 0, 'an MO STOP on the receiver session');
+  t.equal(ctx.recipientReports[0]?.kind, 'opt_out');
   await provider.checkCredentials!();
   await provider.close!();
   t.equal(smsc.received.filter((r) => r.command === 'unbind').length, 2, 'both sessions unbind');

@@ -2,8 +2,9 @@
  * A fake SMSC (an SMPP 3.4 server built on node-smpp's createServer) for the plugin's tests and
  * ENS's end-to-end run. It checks bind credentials, answers submit_sm with message ids or with any
  * command_status, sends delivery receipts as deliver_sm (TLV and appendix B text forms), answers
- * and sends enquire_link and unbind, and can drop every connection or refuse binds for a while.
- * It keeps every PDU it received with its raw octets.
+ * and sends enquire_link and unbind, can drop every connection or refuse binds for a while, and
+ * delivers mobile-originated messages (sendMo: a phone texting STOP to one of the account's
+ * numbers). It keeps every PDU it received with its raw octets.
  *
  * Answers by destination: a destination_addr ending in "99" then four digits is answered with that
  * command_status in decimal, e.g. …990088 → ESME_RTHROTTLED (0x58 = 88); errorRecipient(status)
@@ -68,6 +69,21 @@ export interface ReceiptOptions {
   format?: ReceiptFormat;
   /** The "done date" written in the text form; now when absent. */
   doneDate?: Date;
+}
+
+/** A text a phone sends to one of the account's numbers, delivered as a mobile-originated deliver_sm. */
+export interface MobileOriginated {
+  /** The phone, E.164 ('+' optional): source_addr, international/ISDN. */
+  from: string;
+  /** The number it texted (a long number or a short code): destination_addr. */
+  to: string;
+  text: string;
+  /** UCS-2 (data_coding 8) instead of the GSM default alphabet (0). */
+  ucs2?: boolean;
+  /** Overrides esm_class (0: a plain short message) for odd SMSCs. */
+  esmClass?: number;
+  /** Overrides source_addr_ton (1: international). */
+  sourceTon?: number;
 }
 
 export interface ReceivedPdu {
@@ -326,6 +342,28 @@ export class FakeSmsc {
     const resp = await this.request(conn, new smpp.PDU('deliver_sm', params));
     if (!resp) throw new Error('fake-smsc: no deliver_sm_resp');
     return resp.command_status;
+  }
+
+  /**
+   * Delivers a mobile-originated message (SMPP v3.4 4.6.1: deliver_sm with esm_class message type
+   * 0, the phone as source_addr, our number as destination_addr) to a receiving connection;
+   * resolves with the client's deliver_sm_resp command_status. Rejects when there is no bound
+   * receiver or no answer within 2 s.
+   */
+  async sendMo(mo: MobileOriginated): Promise<number> {
+    const digits = (n: string) => n.replace(/^\+/, '');
+    const numeric = /^\+?\d+$/.test(mo.to);
+    return this.deliverSm({
+      source_addr_ton: mo.sourceTon ?? 1,
+      source_addr_npi: 1,
+      source_addr: digits(mo.from),
+      dest_addr_ton: numeric ? (digits(mo.to).length <= 6 ? 3 : 1) : 5, // network-specific for a short code
+      dest_addr_npi: numeric ? 1 : 0,
+      destination_addr: numeric ? digits(mo.to) : mo.to,
+      esm_class: mo.esmClass ?? 0x00,
+      data_coding: mo.ucs2 ? 0x08 : 0x00,
+      short_message: mo.text,
+    });
   }
 
   /** Polls `cond` until true; rejects after `ms`. */
