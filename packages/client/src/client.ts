@@ -5,6 +5,8 @@ import { TokenSource, type ClientCredentials } from './tokens.js';
 export type EnsApi = Client<paths>;
 export type Handoff = paths['/v2/messages']['post']['requestBody']['content']['application/json'];
 export type AcceptedHandoff = paths['/v2/messages']['post']['responses'][202]['content']['application/json'];
+/** One entry of a tenant's suppression list, as the API returns it. */
+export type Suppression = paths['/v2/tenants/{tenant}/suppressions/{channel}/{address}']['put']['responses'][201]['content']['application/json'];
 
 /** POST /v2/messages with its required Idempotency-Key, typed by the document. */
 const sender = (api: EnsApi) => (handoff: Handoff, idempotencyKey: string) =>

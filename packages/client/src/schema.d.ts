@@ -56,6 +56,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/unsubscribe/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One-click unsubscribe: the page
+         * @description A page with a button that posts the unsubscribe. Opening it unsubscribes nobody (link scanners follow links).
+         */
+        get: operations["unsubscribePage"];
+        put?: never;
+        /**
+         * One-click unsubscribe (RFC 8058)
+         * @description Unsubscribes the email's recipient from its event type at once (an opt_out entry of that scope, source `unsubscribe`) and answers 200; a repeat answers 200 again. The body is what mailbox providers send (`List-Unsubscribe=One-Click`, form-encoded or multipart) or nothing; it is not read.
+         */
+        post: operations["unsubscribe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/oauth2/token/": {
         parameters: {
             query?: never;
@@ -163,6 +187,54 @@ export interface paths {
          * @description `settings` is replaced as a whole; `"name": null` clears the name.
          */
         patch: operations["updateTenant"];
+        trace?: never;
+    };
+    "/v2/tenants/{tenant}/suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a tenant's suppression list
+         * @description Ordered by channel, address and scope; pass next_cursor as cursor for the next page (null on the last). Filter by reason, channel, and address (with channel: it is normalised as that channel's addresses are).
+         */
+        get: operations["listSuppressions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tenants/{tenant}/suppressions/{channel}/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An address's entries
+         * @description Every entry of the address, one per scope (`*`, or an event type an unsubscribe named).
+         */
+        get: operations["getSuppression"];
+        /**
+         * Suppress an address
+         * @description Adds (201) or replaces (200) the entry of the address in `scope` (`*`: every event type, the default). `reason` defaults to `manual`. Sends to the address in that scope fail `suppressed: …` without a provider call from the moment this answers, including those accepted before. A soft_bounce does not replace a standing entry of another reason (409).
+         */
+        put: operations["putSuppression"];
+        post?: never;
+        /**
+         * Lift the suppression of an address
+         * @description Removes the entry of `scope`, or every entry of the address without it. Sends to it go through again from the moment this answers.
+         */
+        delete: operations["deleteSuppression"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v2/tenants/{tenant}/users/{user_id}/devices": {
@@ -356,6 +428,215 @@ export interface operations {
             };
         };
     };
+    unsubscribePage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token of the List-Unsubscribe link */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page, with its button */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The link does not work: forged, malformed, expired (ENS_UNSUBSCRIBE_TTL) or its email was removed by retention. One answer for all of them. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Too many requests from this address (ENS_UNSUBSCRIBE_RATE_LIMIT per minute; ENS_ERR_RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (ENS_ERR_HEADERS_TOO_LARGE); send long values in the body */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description PostgreSQL is unreachable just now (ENS_ERR_UNAVAILABLE); retry after Retry-After seconds, with the same Idempotency-Key for a send */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    unsubscribe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token of the List-Unsubscribe link */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @enum {string} */
+                    "List-Unsubscribe"?: "One-Click";
+                };
+                "multipart/form-data": {
+                    /** @enum {string} */
+                    "List-Unsubscribe"?: "One-Click";
+                };
+            };
+        };
+        responses: {
+            /** @description Unsubscribed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The link does not work: forged, malformed, expired (ENS_UNSUBSCRIBE_TTL) or its email was removed by retention. One answer for all of them. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The body is over 16384 bytes (ENS_ERR_PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests from this address (ENS_UNSUBSCRIBE_RATE_LIMIT per minute; ENS_ERR_RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (ENS_ERR_HEADERS_TOO_LARGE); send long values in the body */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description PostgreSQL is unreachable just now (ENS_ERR_UNAVAILABLE); retry after Retry-After seconds, with the same Idempotency-Key for a send */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
     createToken: {
         parameters: {
             query?: never;
@@ -537,8 +818,10 @@ export interface operations {
                         next_cursor: string | null;
                         results: {
                             attempts: number;
+                            bounced_at: string | null;
                             /** @description Delivery channel */
                             channel: "sms" | "email" | "push" | "whatsapp";
+                            complained_at: string | null;
                             /**
                              * Format: date-time
                              * @description ISO 8601 with offset, microsecond precision
@@ -1652,6 +1935,736 @@ export interface operations {
             };
             /** @description The body is not application/json (ENS_ERR_UNSUPPORTED_MEDIA_TYPE) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The client's request rate (ENS_ERR_RATE_LIMITED) or a daily channel quota (ENS_ERR_QUOTA_EXCEEDED) is used up */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (ENS_ERR_HEADERS_TOO_LARGE); send long values in the body */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description PostgreSQL is unreachable just now (ENS_ERR_UNAVAILABLE); retry after Retry-After seconds, with the same Idempotency-Key for a send */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listSuppressions: {
+        parameters: {
+            query?: {
+                /** @description Only this address (normalised before matching) */
+                address?: string;
+                /** @description Delivery channel */
+                channel?: "sms" | "email" | "push" | "whatsapp";
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                limit?: number;
+                /** @description Why the address is suppressed */
+                reason?: "hard_bounce" | "soft_bounce" | "complaint" | "opt_out" | "invalid_recipient" | "manual";
+            };
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        next_cursor: string | null;
+                        results: {
+                            /** @description Normalised: email case-folded with an IDNA ASCII domain; phone numbers E.164 with + */
+                            address: string;
+                            /** @description Delivery channel */
+                            channel: "sms" | "email" | "push" | "whatsapp";
+                            /** Format: date-time */
+                            created_at: string;
+                            created_by: string | null;
+                            delivery_id: string | null;
+                            detail: string | null;
+                            expires_at: string | null;
+                            provider: string | null;
+                            /** @description Why the address is suppressed */
+                            reason: "hard_bounce" | "soft_bounce" | "complaint" | "opt_out" | "invalid_recipient" | "manual";
+                            /** @description `*` for every event type, or the one event type it covers */
+                            scope: string;
+                            /** @description Where the entry came from */
+                            source: "provider" | "bounce_mail" | "complaint_mail" | "unsubscribe" | "api" | "console" | "cli" | "import";
+                            tenant: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description A filter, limit or cursor is invalid, or address is given without channel */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No valid, unexpired client-credentials token of an enabled client. The body is exactly `{"detail": ...}`. */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No such tenant for this client (ENS_ERR_TENANT_NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The client's request rate (ENS_ERR_RATE_LIMITED) or a daily channel quota (ENS_ERR_QUOTA_EXCEEDED) is used up */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (ENS_ERR_HEADERS_TOO_LARGE); send long values in the body */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description PostgreSQL is unreachable just now (ENS_ERR_UNAVAILABLE); retry after Retry-After seconds, with the same Idempotency-Key for a send */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The address, URL-encoded (`+` as `%2B`, `@` as `%40`); normalised before matching (email case-folded with an IDNA ASCII domain, phone numbers to E.164) */
+                address: string;
+                /** @description Delivery channel */
+                channel: "sms" | "email" | "push" | "whatsapp";
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The address's entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        results: {
+                            /** @description Normalised: email case-folded with an IDNA ASCII domain; phone numbers E.164 with + */
+                            address: string;
+                            /** @description Delivery channel */
+                            channel: "sms" | "email" | "push" | "whatsapp";
+                            /** Format: date-time */
+                            created_at: string;
+                            created_by: string | null;
+                            delivery_id: string | null;
+                            detail: string | null;
+                            expires_at: string | null;
+                            provider: string | null;
+                            /** @description Why the address is suppressed */
+                            reason: "hard_bounce" | "soft_bounce" | "complaint" | "opt_out" | "invalid_recipient" | "manual";
+                            /** @description `*` for every event type, or the one event type it covers */
+                            scope: string;
+                            /** @description Where the entry came from */
+                            source: "provider" | "bounce_mail" | "complaint_mail" | "unsubscribe" | "api" | "console" | "cli" | "import";
+                            tenant: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The channel is unknown or the address is not one of its addresses */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No valid, unexpired client-credentials token of an enabled client. The body is exactly `{"detail": ...}`. */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No such tenant for this client (ENS_ERR_TENANT_NOT_FOUND), or the address has no entry (ENS_ERR_SUPPRESSION_NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The client's request rate (ENS_ERR_RATE_LIMITED) or a daily channel quota (ENS_ERR_QUOTA_EXCEEDED) is used up */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (ENS_ERR_HEADERS_TOO_LARGE); send long values in the body */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description PostgreSQL is unreachable just now (ENS_ERR_UNAVAILABLE); retry after Retry-After seconds, with the same Idempotency-Key for a send */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    putSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The address, URL-encoded (`+` as `%2B`, `@` as `%40`); normalised before matching (email case-folded with an IDNA ASCII domain, phone numbers to E.164) */
+                address: string;
+                /** @description Delivery channel */
+                channel: "sms" | "email" | "push" | "whatsapp";
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    detail?: string;
+                    /**
+                     * Format: date-time
+                     * @description When the entry lapses; absent: never (soft_bounce: ENS_SOFT_BOUNCE_HOLD from now)
+                     */
+                    expires_at?: string;
+                    /** @description Why the address is suppressed */
+                    reason?: "hard_bounce" | "soft_bounce" | "complaint" | "opt_out" | "invalid_recipient" | "manual";
+                    /** @description `*` for every event type, or the one event type it covers */
+                    scope?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The entry existed: it is replaced */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Normalised: email case-folded with an IDNA ASCII domain; phone numbers E.164 with + */
+                        address: string;
+                        /** @description Delivery channel */
+                        channel: "sms" | "email" | "push" | "whatsapp";
+                        /** Format: date-time */
+                        created_at: string;
+                        created_by: string | null;
+                        delivery_id: string | null;
+                        detail: string | null;
+                        expires_at: string | null;
+                        provider: string | null;
+                        /** @description Why the address is suppressed */
+                        reason: "hard_bounce" | "soft_bounce" | "complaint" | "opt_out" | "invalid_recipient" | "manual";
+                        /** @description `*` for every event type, or the one event type it covers */
+                        scope: string;
+                        /** @description Where the entry came from */
+                        source: "provider" | "bounce_mail" | "complaint_mail" | "unsubscribe" | "api" | "console" | "cli" | "import";
+                        tenant: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The entry was added */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Normalised: email case-folded with an IDNA ASCII domain; phone numbers E.164 with + */
+                        address: string;
+                        /** @description Delivery channel */
+                        channel: "sms" | "email" | "push" | "whatsapp";
+                        /** Format: date-time */
+                        created_at: string;
+                        created_by: string | null;
+                        delivery_id: string | null;
+                        detail: string | null;
+                        expires_at: string | null;
+                        provider: string | null;
+                        /** @description Why the address is suppressed */
+                        reason: "hard_bounce" | "soft_bounce" | "complaint" | "opt_out" | "invalid_recipient" | "manual";
+                        /** @description `*` for every event type, or the one event type it covers */
+                        scope: string;
+                        /** @description Where the entry came from */
+                        source: "provider" | "bounce_mail" | "complaint_mail" | "unsubscribe" | "api" | "console" | "cli" | "import";
+                        tenant: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The address is not one of the channel's, or the body is invalid (unknown field, bad scope, expires_at not in the future) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No valid, unexpired client-credentials token of an enabled client. The body is exactly `{"detail": ...}`. */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No such tenant for this client (ENS_ERR_TENANT_NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description A soft_bounce over a standing entry of another reason (ENS_ERR_SUPPRESSION_KEPT) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request body (ENS_MAX_BODY_BYTES) or an inline image (ENS_MAX_IMAGE_BYTES) is over its limit (ENS_ERR_PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not application/json (ENS_ERR_UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The client's request rate (ENS_ERR_RATE_LIMITED) or a daily channel quota (ENS_ERR_QUOTA_EXCEEDED) is used up */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (ENS_ERR_HEADERS_TOO_LARGE); send long values in the body */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description PostgreSQL is unreachable just now (ENS_ERR_UNAVAILABLE); retry after Retry-After seconds, with the same Idempotency-Key for a send */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    deleteSuppression: {
+        parameters: {
+            query?: {
+                /** @description `*` for every event type, or the one event type it covers */
+                scope?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The address, URL-encoded (`+` as `%2B`, `@` as `%40`); normalised before matching (email case-folded with an IDNA ASCII domain, phone numbers to E.164) */
+                address: string;
+                /** @description Delivery channel */
+                channel: "sms" | "email" | "push" | "whatsapp";
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries were removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The address is not one of the channel's, or scope is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No valid, unexpired client-credentials token of an enabled client. The body is exactly `{"detail": ...}`. */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Stable error code, e.g. ENS_ERR_VALIDATION. Absent only on the 401 for a missing or unacceptable token, whose body the spec gives as exactly {"detail": ...}. */
+                        code?: string;
+                        /** @description What went wrong, for a person */
+                        detail: string;
+                        errors?: {
+                            message: string;
+                            path: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description No such tenant for this client (ENS_ERR_TENANT_NOT_FOUND), or the address has no entry (ENS_ERR_SUPPRESSION_NOT_FOUND) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { startReceiver } from '../../../test/harness/receiver.ts';
 import { startTestService, uniqueKey, waitFor } from '../../../test/harness/service.ts';
-import { CallbackVerificationError, createEnsClient, TokenSource, verifyCallback, type EnsClient } from '../src/index.ts';
+import { CallbackVerificationError, createEnsClient, TokenSource, verifyCallback, type EnsClient, type Suppression } from '../src/index.ts';
 
 /** @ens/client against a live ENS (real PostgreSQL and NATS): tokens, a send and its pull, a callback. */
 const TTL = 2;
@@ -77,6 +77,39 @@ t.test('@ens/client', async (t) => {
     t.throws(() => verifyCallback(Buffer.concat([post.raw, Buffer.from(' ')]), post.headers, issued.callbackSecret!), CallbackVerificationError, 'altered bytes are refused');
     t.throws(() => verifyCallback(post.raw, { ...post.headers, 'x-ens-signature': '0'.repeat(64) }, issued.callbackSecret!), CallbackVerificationError, 'a wrong X-ENS-Signature is refused');
     t.throws(() => verifyCallback(post.raw, { ...post.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 3600) }, issued.callbackSecret!), CallbackVerificationError, 'a stale timestamp is refused');
+  });
+
+  t.test('suppressions: add, read, list and delete through the typed client; the path carries + and @ encoded', async (t) => {
+    const at = (channel: 'sms' | 'email', address: string) => ({ params: { path: { tenant: 'acme', channel, address } } });
+    const added = await ens.api.PUT('/v2/tenants/{tenant}/suppressions/{channel}/{address}', { ...at('sms', '+15551239999'), body: { reason: 'opt_out', detail: 'STOP by phone' } });
+    t.equal(added.response.status, 201, JSON.stringify(added.error));
+    const entry: Suppression | undefined = added.data;
+    t.match(entry, { address: '+15551239999', reason: 'opt_out', scope: '*', source: 'api', created_by: issued.clientId, detail: 'STOP by phone' });
+    const mail = await ens.api.PUT('/v2/tenants/{tenant}/suppressions/{channel}/{address}', { ...at('email', 'Ann+news@Example.com'), body: { scope: 'newsletter.weekly' } });
+    t.equal(mail.response.status, 201, JSON.stringify(mail.error));
+    t.equal(mail.data?.address, 'ann+news@example.com', 'the + of the local part survived the path');
+
+    const one = await ens.api.GET('/v2/tenants/{tenant}/suppressions/{channel}/{address}', at('email', 'ann+news@example.com'));
+    t.same(one.data?.results.map((e) => [e.scope, e.reason]), [['newsletter.weekly', 'manual']]);
+
+    const listed: Suppression[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await ens.api.GET('/v2/tenants/{tenant}/suppressions', { params: { path: { tenant: 'acme' }, query: { limit: 1, ...(cursor ? { cursor } : {}) } } });
+      t.equal(page.response.status, 200, JSON.stringify(page.error));
+      listed.push(...(page.data?.results ?? []));
+      cursor = page.data?.next_cursor ?? undefined;
+    } while (cursor);
+    t.same(listed.map((e) => e.address), ['ann+news@example.com', '+15551239999'], 'both, page by page (email sorts before sms)');
+
+    const removed = await ens.api.DELETE('/v2/tenants/{tenant}/suppressions/{channel}/{address}', at('sms', '+15551239999'));
+    t.equal(removed.response.status, 204);
+    const gone = await ens.api.GET('/v2/tenants/{tenant}/suppressions/{channel}/{address}', at('sms', '+15551239999'));
+    t.equal(gone.response.status, 404);
+    t.equal(gone.error?.code, 'ENS_ERR_SUPPRESSION_NOT_FOUND');
+    const bad = await ens.api.PUT('/v2/tenants/{tenant}/suppressions/{channel}/{address}', { ...at('sms', 'not-a-phone'), body: {} });
+    t.equal(bad.response.status, 400);
+    t.match(bad.error?.detail, /not a sms address/);
   });
 });
 
