@@ -40,9 +40,14 @@ const fixture: ConformanceFixture<WhatsAppConfig> = {
       sends: {
         accepted: whatsappMessage('+15551234567'),
         transient: whatsappMessage(`+${FAKE_RECIPIENTS.somethingWrong}`),
-        permanent: whatsappMessage(`+${FAKE_RECIPIENTS.undeliverable}`),
+        // 131030, not on the test account's allowed list: the operator's to fix, not the recipient's.
+        permanent: whatsappMessage(`+${FAKE_RECIPIENTS.notAllowed}`),
         rateLimited: whatsappMessage(`+${FAKE_RECIPIENTS.throughput}`),
       },
+      recipientRefusals: [
+        { send: whatsappMessage(`+${FAKE_RECIPIENTS.undeliverable}`), refusal: 'invalid_recipient' }, // 131026
+        { send: whatsappMessage(`+${FAKE_RECIPIENTS.stoppedMarketing}`), refusal: 'opt_out' }, // 131050
+      ],
       webhooks(wamid) {
         const t = Math.floor(Date.now() / 1000);
         const post = (hook: { body: string; headers: Record<string, string> }): WebhookCase => ({ method: 'POST', path: '/webhook', headers: hook.headers, body: hook.body });
@@ -57,7 +62,15 @@ const fixture: ConformanceFixture<WhatsAppConfig> = {
             {
               ...post(fake.statusWebhook([{ id: wamid, status: 'failed', timestamp: t + 9, errorCode: 131026 }])),
               report: { status: 'failed', error: `whatsapp 131026: Message undeliverable (Unable to deliver message. Reasons can include: the recipient phone number is not a WhatsApp phone number.)` },
+              recipientReport: { kind: 'invalid_recipient', providerMessageId: wamid },
             },
+            {
+              ...post(fake.statusWebhook([{ id: wamid, status: 'failed', timestamp: t + 10, errorCode: 131050 }])),
+              report: { status: 'failed' },
+              recipientReport: { kind: 'opt_out', providerMessageId: wamid },
+            },
+            // The 24-hour window: the message's fault, so nothing about the recipient.
+            { ...post(fake.statusWebhook([{ id: wamid, status: 'failed', timestamp: t + 11, errorCode: 131047 }])), report: { status: 'failed' }, recipientReport: null },
           ],
           forged: [
             { method: 'GET', path: '/webhook?hub.mode=subscribe&hub.verify_token=guess&hub.challenge=1158201444' },

@@ -1,4 +1,4 @@
-import { permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
+import { permanentError, rateLimitedError, recipientError, retryAfterMs, transientError, type ProviderError, type RecipientRefusal } from '@ens/plugin-sdk';
 
 /**
  * Turns a Graph API error answer into ENS's three kinds. Meta asks integrators to key on `code`
@@ -31,7 +31,20 @@ const CONFIGURATION = new Set([0, 3, 10, 190]);
 const isPermissionCode = (code: number) => code >= 200 && code <= 299;
 
 /** Faults of this message or recipient (bad parameter, template, number, 24-hour window…). */
-const PERMANENT = new Set([100, 131008, 131009, 131026, 131030, 131047, 131051, 132000, 132001, 132005, 132007, 132012, 133010]);
+const PERMANENT = new Set([100, 131008, 131009, 131026, 131030, 131047, 131050, 131051, 132000, 132001, 132005, 132007, 132012, 133010]);
+
+/**
+ * The refusals that are about the recipient, which ENS suppresses, by Meta's error codes:
+ * 131026 "Message undeliverable" (the number is not on WhatsApp, or its owner has not accepted
+ * the terms of service or runs an app too old for business messages), 131050 the user stopped
+ * marketing messages from this business. Not here: 131030 (the number is not on a test account's
+ * allowed list: the operator adds it) and 131047 (the 24-hour window: a template goes through).
+ * Read by the send path and by the status webhook alike.
+ */
+export const RECIPIENT_REFUSALS: ReadonlyMap<number, RecipientRefusal> = new Map([
+  [131026, 'invalid_recipient'],
+  [131050, 'opt_out'],
+]);
 
 export function graphErrorOf(body: unknown): GraphError | undefined {
   const e = (body as { error?: unknown } | null)?.error;
@@ -63,6 +76,8 @@ export function classifyGraphAnswer(status: number, text: string, retryAfter: st
     if (RATE_LIMITED.has(code)) return rateLimitedError(msg, hint);
     if (TRANSIENT.has(code)) return transientError(msg);
     if (CONFIGURATION.has(code) || isPermissionCode(code)) return transientError(`${msg} [configuration: check the access token and its permissions]`);
+    const refusal = RECIPIENT_REFUSALS.get(code);
+    if (refusal) return recipientError(msg, refusal);
     if (PERMANENT.has(code)) return permanentError(msg);
     return byStatus(status, msg, hint);
   }

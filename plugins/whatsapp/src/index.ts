@@ -28,7 +28,8 @@ function senderFor(m: OutboundMessage, config: WhatsAppConfig): string {
 export default definePlugin<WhatsAppConfig>({
   name: 'whatsapp',
   channels: ['whatsapp'],
-  sdk: '^1.0.0',
+  // 1.3: recipientError and context.reportRecipient.
+  sdk: '^1.3.0',
   configSchema,
   create(config, context: PluginContext): Provider {
     const graph = new GraphClient({

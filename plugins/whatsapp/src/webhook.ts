@@ -1,9 +1,12 @@
-import type { PluginContext, StatusUpdate, WebhookRequest, WebhookResponse, WebhookRoute } from '@ens/plugin-sdk';
+import type { PluginContext, RecipientReport, RecipientRefusal, StatusUpdate, WebhookRequest, WebhookResponse, WebhookRoute } from '@ens/plugin-sdk';
+import { RECIPIENT_REFUSALS } from './graph-errors.ts';
 import { sameSecret, verifyHubSignature } from './signature.ts';
 
 /**
  * The Cloud API's webhook: a GET subscription handshake and signed POSTs carrying message
- * statuses. ENS mounts it at /webhooks/whatsapp/webhook.
+ * statuses. ENS mounts it at /webhooks/whatsapp/webhook. A failed status whose error is about
+ * the recipient (not on WhatsApp, stopped the business's marketing) also reports the recipient,
+ * so ENS suppresses the number as it does for the same refusal at send time.
  * https://developers.facebook.com/documentation/business-messaging/whatsapp/webhooks/reference/messages/status/
  */
 
@@ -44,6 +47,15 @@ export function describeStatusErrors(errors: StatusError[] | undefined): string 
 
 const asArray = <T>(v: T[] | undefined): T[] => (Array.isArray(v) ? v : []);
 
+/** The refusal about the recipient a failed status's errors name, if any (the first one that does). */
+export function recipientRefusalOf(errors: StatusError[] | undefined): RecipientRefusal | undefined {
+  for (const e of asArray(errors)) {
+    const refusal = RECIPIENT_REFUSALS.get(Number(e?.code));
+    if (refusal) return refusal;
+  }
+  return undefined;
+}
+
 export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, context: PluginContext): WebhookRoute[] {
   const verify: WebhookRoute = {
     method: 'GET',
@@ -81,6 +93,7 @@ export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, 
       if (envelope?.object !== 'whatsapp_business_account') return { status: 200, body: { ok: true } };
 
       const updates: StatusUpdate[] = [];
+      const recipients: RecipientReport[] = [];
       for (const entry of asArray(envelope.entry)) {
         for (const change of asArray(entry?.changes)) {
           if (change?.field !== 'messages' || !change.value) continue;
@@ -97,6 +110,8 @@ export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, 
             updates.push(status === 'failed'
               ? { providerMessageId: s.id, status, at, error: describeStatusErrors(s.errors) }
               : { providerMessageId: s.id, status, at });
+            const refusal = status === 'failed' ? recipientRefusalOf(s.errors) : undefined;
+            if (refusal) recipients.push({ kind: refusal, providerMessageId: s.id, at, detail: describeStatusErrors(s.errors) });
           }
         }
       }
@@ -108,6 +123,15 @@ export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, 
           // Answering 5xx makes Meta redeliver the batch; repeats are harmless because the core dedupes.
           context.logger.error({ err: e, providerMessageId: u.providerMessageId, status: u.status }, 'whatsapp: could not record a status; asking Meta to retry');
           return { status: 500, body: { error: 'status could not be recorded' } };
+        }
+      }
+      for (const r of recipients) {
+        try {
+          await context.reportRecipient(r);
+        } catch (e) {
+          // As for statuses: Meta redelivers, and a repeated report rewrites the same entry.
+          context.logger.error({ err: e, providerMessageId: r.providerMessageId, kind: r.kind }, 'whatsapp: could not record a refused recipient; asking Meta to retry');
+          return { status: 500, body: { error: 'recipient report could not be recorded' } };
         }
       }
       return { status: 200, body: { ok: true } };

@@ -141,7 +141,7 @@ t.test('send: every error class through the fake Graph API', async (t) => {
   const cases: [number, 'transient' | 'permanent' | 'rate_limited'][] = [
     [4, 'rate_limited'], [80007, 'rate_limited'], [130429, 'rate_limited'], [131048, 'rate_limited'], [131056, 'rate_limited'],
     [131000, 'transient'], [131016, 'transient'],
-    [131026, 'permanent'], [131030, 'permanent'], [131047, 'permanent'], [131051, 'permanent'], [133010, 'permanent'],
+    [131026, 'permanent'], [131030, 'permanent'], [131047, 'permanent'], [131050, 'permanent'], [131051, 'permanent'], [133010, 'permanent'],
   ];
   for (const [code, kind] of cases) {
     const to = `1555${code}`.padEnd(11, '7');
@@ -152,6 +152,28 @@ t.test('send: every error class through the fake Graph API', async (t) => {
     const spec = CLOUD_API_ERRORS[code]!;
     t.equal(f.message, `whatsapp ${code}: ${spec.message.replace(/^\(#\d+\) /, '')} (${spec.details})`, `${code}: the provider's reason`);
   }
+});
+
+t.test('send: refusals about the recipient carry their RecipientRefusal, so ENS suppresses the number', async (t) => {
+  const { provider } = await make();
+  const undeliverable = await failure(provider.send(whatsappMessage(`+${FAKE_RECIPIENTS.undeliverable}`)));
+  t.equal(undeliverable.kind, 'permanent');
+  t.equal(undeliverable.recipientRefusal, 'invalid_recipient', '131026 (not a WhatsApp user) → invalid_recipient');
+  const stopped = await failure(provider.send(whatsappMessage(`+${FAKE_RECIPIENTS.stoppedMarketing}`)));
+  t.equal(stopped.kind, 'permanent');
+  t.equal(stopped.recipientRefusal, 'opt_out', '131050 (stopped marketing messages) → opt_out');
+  t.equal(stopped.message, `whatsapp 131050: User stopped marketing messages (${CLOUD_API_ERRORS[131050]!.details})`);
+  // About the account or the message: the operator or another template fixes them.
+  for (const code of [131030, 131047, 131051, 133010]) {
+    const to = `1555${code}`.padEnd(11, '8');
+    fake.recipientOutcomes.set(to, code);
+    const f = await failure(provider.send(whatsappMessage(`+${to}`)));
+    t.equal(f.kind, 'permanent', `${code} permanent`);
+    t.equal(f.recipientRefusal, undefined, `${code} suppresses no one`);
+  }
+  const template = await failure(provider.send(whatsappMessage('+15551234567', { template_name: 'no_such_template' })));
+  t.equal(template.recipientRefusal, undefined, '132001 (no such template) suppresses no one');
+  t.equal(classifyError(classifyGraphAnswer(500, JSON.stringify({ error: { code: 131026, message: 'x' } }), null)).recipientRefusal, 'invalid_recipient', 'Meta\'s code decides, not the HTTP status');
 });
 
 t.test('send: the exact last_error for an undeliverable recipient', async (t) => {
@@ -302,6 +324,54 @@ t.test('webhook POST: genuine statuses are reported', async (t) => {
     providerMessageId: wamid, status: 'failed', at: new Date(1_700_000_100_000),
     error: 'whatsapp 131047: Re-engagement message (Message failed to send because more than 24 hours have passed since the customer last replied to this number.)',
   });
+});
+
+t.test('webhook POST: a failed status about the recipient also reports the recipient', async (t) => {
+  const { provider, ctx } = await make();
+  const post = route(provider, 'POST');
+  const sendTo = async (n: string) => (await provider.send(whatsappMessage(n))).providerMessageId;
+  const a = await sendTo('+15551234567');
+  const b = await sendTo('+15551234568');
+  const c = await sendTo('+15551234569');
+
+  const notOnWhatsApp = fake.statusWebhook([{ id: a, status: 'failed', timestamp: 1_700_000_100, errorCode: 131026 }]);
+  t.equal((await invoke(post, { headers: notOnWhatsApp.headers, body: notOnWhatsApp.body })).status, 200);
+  const error131026 = `whatsapp 131026: Message undeliverable (${CLOUD_API_ERRORS[131026]!.details})`;
+  t.same(ctx.reports, [{ providerMessageId: a, status: 'failed', at: new Date(1_700_000_100_000), error: error131026 }], 'the status is reported as before');
+  t.same(ctx.recipientReports, [{ kind: 'invalid_recipient', providerMessageId: a, at: new Date(1_700_000_100_000), detail: error131026 }], 'and the recipient, with Meta\'s words as evidence');
+
+  const batch = fake.statusWebhook([
+    { id: b, status: 'failed', timestamp: 1_700_000_200, errorCode: 131050 },
+    { id: c, status: 'failed', timestamp: 1_700_000_201, errorCode: 131047 },
+    { id: c, status: 'delivered', timestamp: 1_700_000_202 },
+  ]);
+  t.equal((await invoke(post, { headers: batch.headers, body: batch.body })).status, 200);
+  t.equal(ctx.reports.length, 4, 'every status reported');
+  t.equal(ctx.recipientReports.length, 2, 'only the refusal about the recipient reports it: not 131047, not delivered');
+  t.match(ctx.recipientReports[1], { kind: 'opt_out', providerMessageId: b, detail: /^whatsapp 131050: User stopped marketing messages/ });
+
+  // An error list naming several causes: the first one about the recipient counts.
+  const several = JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [{ id: fake.wabaId, changes: [{ field: 'messages', value: { statuses: [{ id: c, status: 'failed', timestamp: '1700000300', errors: [{ code: 131000, title: 'Something went wrong' }, { code: '131026', title: 'Message undeliverable' }] }] } }] }],
+  });
+  t.equal((await invoke(post, { headers: { 'x-hub-signature-256': hubSignature(several, fake.appSecret) }, body: several })).status, 200);
+  t.match(ctx.recipientReports[2], { kind: 'invalid_recipient', providerMessageId: c, detail: 'whatsapp 131000: Something went wrong; whatsapp 131026: Message undeliverable' });
+
+  const forged = fake.statusWebhook([{ id: a, status: 'failed', errorCode: 131026 }], { appSecret: 'guessed' });
+  t.equal((await invoke(post, { headers: forged.headers, body: forged.body })).status, 401);
+  t.equal(ctx.recipientReports.length, 3, 'a forged failure reports no recipient');
+});
+
+t.test('webhook POST: a recipient report the core cannot record asks Meta to retry', async (t) => {
+  const ctx = recordingContext();
+  const failing = { ...ctx, reportRecipient: async () => { throw new Error('database unavailable'); } };
+  const provider = await plugin.create(configFor(), failing);
+  const hook = fake.statusWebhook([{ id: 'wamid.Z', status: 'failed', errorCode: 131026 }]);
+  const res = await invoke(route(provider, 'POST'), { headers: hook.headers, body: hook.body });
+  t.equal(res.status, 500);
+  t.equal(ctx.reports.length, 1, 'the status was recorded first; Meta\'s retry repeats it harmlessly');
+  t.ok(ctx.logs.some((l) => l.level === 'error' && /refused recipient/.test(l.msg ?? '')), 'logged');
 });
 
 t.test('webhook POST: out-of-order and repeated statuses are reported in arrival order', async (t) => {

@@ -77,6 +77,10 @@ export const CLOUD_API_ERRORS: Record<number, ErrorSpec> = {
     http: 400, title: 'Recipient phone number not in allowed list', message: '(#131030) Recipient phone number not in allowed list',
     details: 'Recipient phone number not in allowed list: Add recipient phone number to recipient list and try again.', subcode: 2655007,
   },
+  131050: {
+    http: 400, title: 'User stopped marketing messages', message: '(#131050) User stopped marketing messages',
+    details: 'Unable to deliver the message. This recipient has chosen to stop receiving marketing messages on WhatsApp from your business.',
+  },
   131047: {
     http: 400, title: 'Re-engagement message', message: '(#131047) Re-engagement message',
     details: 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
@@ -88,6 +92,7 @@ export const CLOUD_API_ERRORS: Record<number, ErrorSpec> = {
 /** Recipients (digits, as in the body's `to`) that the fake answers with an error by default. */
 export const FAKE_RECIPIENTS = {
   undeliverable: '15550131026',
+  stoppedMarketing: '15550131050',
   notAllowed: '15550131030',
   throughput: '15550130429',
   pairRate: '15550131056',
@@ -174,6 +179,7 @@ export class FakeGraph {
     this.phoneNumbers = opts.phoneNumbers ?? { [FAKE_DEFAULTS.phoneNumberId]: FAKE_DEFAULTS.displayPhoneNumber };
     this.templates = opts.templates ?? FAKE_DEFAULTS.templates.map((t) => ({ ...t }));
     this.recipientOutcomes.set(FAKE_RECIPIENTS.undeliverable, 131026);
+    this.recipientOutcomes.set(FAKE_RECIPIENTS.stoppedMarketing, 131050);
     this.recipientOutcomes.set(FAKE_RECIPIENTS.notAllowed, 131030);
     this.recipientOutcomes.set(FAKE_RECIPIENTS.throughput, 130429);
     this.recipientOutcomes.set(FAKE_RECIPIENTS.pairRate, 131056);
