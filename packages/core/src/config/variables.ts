@@ -160,6 +160,40 @@ export const VARIABLES = {
       doc: 'requests per minute from one address to the one-click unsubscribe page and its POST (`/unsubscribe/…`); a mailbox provider posts its users\' unsubscribes from few addresses, so keep it generous',
     }),
   },
+  // The `inbound` role: an SMTP listener for the return-path domain (services/inbound).
+  inbound: {
+    port: integer('ENS_INBOUND_PORT', {
+      default: 2525,
+      max: 65535,
+      doc: 'SMTP port of the `inbound` role (`0`: any free port). The return-path domain\'s MX is reached on port 25: forward 25 here (a load balancer, a NAT rule), or set `25` where the process may bind it',
+    }),
+    host: custom('ENS_INBOUND_HOST', { shown: '`HOST`', doc: 'address the `inbound` role listens on', transform: (raw, env) => raw ?? env.HOST ?? '127.0.0.1' }),
+    maxMessageBytes: integer('ENS_INBOUND_MAX_MESSAGE_BYTES', {
+      default: 5 * 1024 * 1024,
+      min: 1024,
+      max: 100 * 1024 * 1024,
+      doc: 'largest message the `inbound` role takes, advertised with SMTP SIZE (over → 552 5.3.4). Bounces often quote the message they are about: leave room for your largest email',
+    }),
+    peerRateLimit: integer('ENS_INBOUND_PEER_RATE_LIMIT', {
+      default: 120,
+      min: 1,
+      doc: 'SMTP connections plus messages per minute one remote address (an IPv6 /64) may open or send to the `inbound` role, per process; over it the peer is answered 421 4.7.0 and retries later',
+    }),
+    timeoutMs: duration('ENS_INBOUND_TIMEOUT', { default: '2m', doc: 'how long the `inbound` role waits for the next command or data on an SMTP connection before closing it' }),
+    feedbackAddress: optionalText('ENS_INBOUND_FEEDBACK_ADDRESS', {
+      pattern: '^[^\\s@<>()",;:\\\\\\[\\]]+@[^\\s@<>()",;:\\\\\\[\\]]+$',
+      doc: 'an address (its domain\'s MX reaching the `inbound` role) registered with mailbox providers\' complaint feedback loops (Yahoo, Microsoft JMRP): ARF reports sent to it are matched to their delivery through the signed return path they quote. Unset: only reports sent to a return path are read',
+    }),
+    tlsCert: optionalText('ENS_INBOUND_TLS_CERT', { doc: 'PEM certificate (chain) file: the `inbound` role offers STARTTLS with it and `ENS_INBOUND_TLS_KEY`. Unset: no STARTTLS' }),
+    tlsKey: custom('ENS_INBOUND_TLS_KEY', {
+      shown: 'unset',
+      doc: 'PEM private key file of `ENS_INBOUND_TLS_CERT`',
+      transform: (raw, env) => {
+        if ((raw === undefined) !== (env.ENS_INBOUND_TLS_CERT === undefined)) throw new Error('set ENS_INBOUND_TLS_CERT and ENS_INBOUND_TLS_KEY together, or neither');
+        return raw;
+      },
+    }),
+  },
   publicUrl: optionalText('ENS_PUBLIC_URL', {
     pattern: '^https?://[^/]+(/.*)?$',
     shown: '`http://HOST:PORT`',

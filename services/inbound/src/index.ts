@@ -1,0 +1,1 @@
+export { startInbound, type InboundRole } from './inbound.ts';
