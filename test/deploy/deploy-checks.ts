@@ -178,7 +178,9 @@ export function checkKubernetes(model: DeployModel, deployDir: string): string[]
           problems.push(`${where}: targetPort ${port.targetPort} is not a port of Deployment ${t.doc.metadata.name}`);
         }
       }
-      if (targets.some((t) => roleOf.get(t.doc.metadata.name) !== 'api')) problems.push(`${where}: selects pods that do not run the api role alone`);
+      // A Service takes traffic from outside: HTTP for the api role, SMTP for the inbound role.
+      const roles = new Set(targets.map((t) => roleOf.get(t.doc.metadata.name)));
+      if (roles.size !== 1 || !(roles.has('api') || roles.has('inbound'))) problems.push(`${where}: selects pods that do not run the api role alone (or the inbound role alone)`);
     }
   }
   if (!docs.some((d) => d.doc.kind === 'Service' && deployments.some((x) => roleOf.get(x.doc.metadata.name) === 'api' && selects(d.doc.spec?.selector, podLabels(x.doc))))) {

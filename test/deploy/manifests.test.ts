@@ -77,6 +77,10 @@ t.test('deploy/ against a running ENS', async (t) => {
     // The pod's /tmp emptyDir.
     TMPDIR: scratch,
     ENS_LOG_LEVEL: 'warn',
+    // The return-path domain the ConfigMap leaves to the operator, so that the inbound Deployment's
+    // process really listens, on a free port rather than the manifest's 2525 on the shared machine.
+    ENS_RETURN_PATH_DOMAIN: 'bounces.example.com',
+    ...(p.env.ENS_INBOUND_PORT !== undefined ? { ENS_INBOUND_PORT: '0' } : {}),
     ...(port ? { [port.name]: String(port.value) } : {}),
   });
   // The manifests run `node bin/ens.mjs …` on the built code; here the same arguments go to the
@@ -90,7 +94,7 @@ t.test('deploy/ against a running ENS', async (t) => {
   const job = kube.find((p) => !p.server && ensCommand(p)?.command === 'migrate');
   const deployments = kube.filter((p) => p.server);
   t.ok(job, 'a Job runs ens migrate');
-  t.equal(deployments.length, 4, 'four Deployments');
+  t.equal(deployments.length, 5, 'five Deployments, one per role');
 
   await t.test('the migration Job\'s command migrates an empty database', async (t) => {
     const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {

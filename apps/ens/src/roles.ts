@@ -3,10 +3,16 @@ import type { Runtime } from '@ens/core';
 import { buildApi, buildHealthServer, webhookRoutes } from '@ens/service-api';
 import { startCallbacks } from '@ens/service-callbacks';
 import { startFeed } from '@ens/service-feed';
+import { startInbound } from '@ens/service-inbound';
 import { opsConsole, startAlertEvaluator } from '@ens/service-ops';
 import { closeProviders, loadConfiguredProviders, startWorker, type LoadedProviders } from '@ens/service-worker';
 
-export const ROLES = ['api', 'worker', 'callbacks', 'feed'] as const;
+/**
+ * `inbound` (the SMTP listener for bounces, complaints and unsubscribes by mail) runs only where
+ * ENS_RETURN_PATH_DOMAIN is set: without it no mail is sent with a return path to come back, so
+ * `ens serve` with every role, or a process given `--roles inbound`, leaves it idle and says so.
+ */
+export const ROLES = ['api', 'worker', 'callbacks', 'feed', 'inbound'] as const;
 export type Role = (typeof ROLES)[number];
 
 export interface RunningRoles {
@@ -45,6 +51,15 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
       const w = await startWorker(rt);
       stops.push(() => w.stop());
       providers = w.providers;
+    }
+    if (roles.includes('inbound')) {
+      if (rt.config.consent.returnPathDomain) {
+        const inbound = await startInbound(rt);
+        stops.push(() => inbound.stop());
+      } else {
+        const alone = roles.length === 1;
+        rt.logger[alone ? 'warn' : 'debug']('inbound role not started: ENS_RETURN_PATH_DOMAIN is unset, so no mail carries a return path to receive bounces at');
+      }
     }
     if (roles.includes('api')) {
       // Provider webhooks are served by the API. Without a worker in this process the API makes
