@@ -17,6 +17,12 @@ const HELP = `ens — the ENS operator command
   ens clients limits CLIENT_ID [--rate N|default] [--daily-quota sms=N,email=default,...]
   ens clients schedule CLIENT_ID [--weight N|default] [--priority-events otp.*,...|none]
   ens clients schedule CLIENT_ID --tenant TENANT --weight N|default
+  ens clients consent CLIENT_ID [--reasons hard_bounce,complaint,...|none]
+                      [--bulk-event-types newsletter.weekly,...|none] [--must-deliver-event-types password.reset,...|none]
+  ens suppressions list --client ID --tenant T [--channel C] [--reason R] [--address A]
+  ens suppressions add|remove --client ID --tenant T --channel C --address A [--reason R] [--scope EVENT_TYPE] [--detail TEXT] [--expires-at ISO]
+  ens suppressions import FILE.csv --client ID --tenant T [--channel C] [--reason R]   bad rows reported by line and skipped; exit 1 if any
+  ens suppressions export --client ID --tenant T [--channel C] [--reason R] [--out FILE.csv]
   ens token [--client-file FILE] [--url URL]      print an access token (CLIENT_ID/CLIENT_SECRET without a file)
   ens callbacks dead-letters [--client CLIENT_ID] [--limit N]
   ens callbacks replay CALLBACK_ID... | --client CLIENT_ID
@@ -26,7 +32,7 @@ Without DATABASE_URL, operator commands use the engines of the ens serve running
 ENS_DATA_DIR, and refuse to start their own while a serve runs on another one (--own-engines
 to do it anyway). Configuration comes from environment variables; see the README.`;
 
-const COMMANDS = new Set(['serve', 'migrate', 'clients', 'token', 'callbacks', 'staff']);
+const COMMANDS = new Set(['serve', 'migrate', 'clients', 'token', 'callbacks', 'staff', 'suppressions']);
 
 
 async function main(argv: string[]): Promise<void> {
@@ -47,6 +53,16 @@ async function main(argv: string[]): Promise<void> {
       'own-engines': { type: 'boolean' },
       client: { type: 'string' },
       limit: { type: 'string' },
+      reasons: { type: 'string' },
+      'bulk-event-types': { type: 'string' },
+      'must-deliver-event-types': { type: 'string' },
+      channel: { type: 'string' },
+      address: { type: 'string' },
+      reason: { type: 'string' },
+      scope: { type: 'string' },
+      detail: { type: 'string' },
+      'expires-at': { type: 'string' },
+      out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -87,6 +103,25 @@ async function main(argv: string[]): Promise<void> {
         weight: values.weight,
         priorityEvents: values['priority-events'],
         tenant: values.tenant,
+        reasons: values.reasons,
+        bulkEventTypes: values['bulk-event-types'],
+        mustDeliverEventTypes: values['must-deliver-event-types'],
+      });
+    }
+    case 'suppressions': {
+      const { suppressionsCommand } = await import('./commands/suppressions.ts');
+      return suppressionsCommand(config, {
+        sub,
+        file: sub === 'import' ? rest[0] : undefined,
+        client: values.client,
+        tenant: values.tenant,
+        channel: values.channel,
+        address: values.address,
+        reason: values.reason,
+        scope: values.scope,
+        detail: values.detail,
+        expiresAt: values['expires-at'],
+        out: values.out,
       });
     }
     case 'token': {

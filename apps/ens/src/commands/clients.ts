@@ -1,4 +1,7 @@
-import { CHANNELS, parsePriorityEventTypes, parseSendWeight, SchedulingStore, type Channel, type ClientRow, type Config, type Parsed } from '@ens/core';
+import {
+  CHANNELS, parsePriorityEventTypes, parseSendWeight, SchedulingStore, SUPPRESSION_REASONS, SuppressionStore, type Channel, type ClientRow, type Config, type ConsentPolicy, type Parsed,
+  type SuppressionReasonT,
+} from '@ens/core';
 import { AuditLog } from '@ens/service-ops/staff';
 import { withAdminSession, type AdminSession } from './admin-session.ts';
 import { UsageError, print } from '../output.ts';
@@ -35,7 +38,27 @@ export interface ClientsArgs {
   weight?: string;
   priorityEvents?: string;
   tenant?: string;
+  reasons?: string;
+  bulkEventTypes?: string;
+  mustDeliverEventTypes?: string;
 }
+
+const CONSENT_USAGE = 'usage: ens clients consent CLIENT_ID [--reasons REASON,…|none] [--bulk-event-types TYPE,…|none] [--must-deliver-event-types TYPE,…|none]';
+
+/** A comma-separated list of an option (`none`: empty), each item checked; exit 1 for a bad one. */
+function listOption(name: string, text: string | undefined, check: (item: string) => string | null): string[] | undefined {
+  if (text === undefined) return undefined;
+  if (text.trim() === 'none') return [];
+  const items = text.split(',').map((i) => i.trim()).filter(Boolean);
+  if (items.length === 0) throw new UsageError(`${name} takes a comma-separated list, or none`, 1);
+  for (const i of items) {
+    const wrong = check(i);
+    if (wrong) throw new UsageError(`${name}: ${wrong}`, 1);
+  }
+  return [...new Set(items)];
+}
+
+const eventType = (t: string): string | null => (t.length > 200 || /\s/.test(t) ? `"${t.slice(0, 60)}" is not an event type (no spaces, at most 200 characters)` : null);
 
 const SCHEDULE_USAGE = 'usage: ens clients schedule CLIENT_ID [--weight N|default] [--priority-events TYPE,TYPE…|none] [--tenant TENANT --weight N|default]';
 
@@ -54,7 +77,7 @@ function audit(s: AdminSession, action: string, target: string, detail: Record<s
 }
 
 /**
- * `ens clients create|list|rotate-secret|issue-callback-secret|disable|limits`. The arguments are
+ * `ens clients create|list|rotate-secret|issue-callback-secret|disable|limits|schedule|consent`. The arguments are
  * checked before the database is opened, so a mistyped command fails at once and touches nothing.
  */
 export async function clientsCommand(config: Config, a: ClientsArgs): Promise<void> {
@@ -147,7 +170,26 @@ function plan(config: Config, a: ClientsArgs): (s: AdminSession) => Promise<void
         print({ client_id: id, weight: now.weight, priority_event_types: now.priorityEventTypes, tenant_weights: now.tenantWeights });
       };
     }
+    case 'consent': {
+      const id = need(a.id, CONSENT_USAGE);
+      const change: Partial<ConsentPolicy> = {};
+      const reasons = listOption('--reasons', a.reasons, (r) => ((SUPPRESSION_REASONS as readonly string[]).includes(r) ? null : `"${r}" is not a suppression reason; use ${SUPPRESSION_REASONS.join(', ')}`));
+      if (reasons) change.suppression_reasons = reasons as SuppressionReasonT[];
+      const bulk = listOption('--bulk-event-types', a.bulkEventTypes, eventType);
+      if (bulk) change.bulk_event_types = bulk;
+      const mustDeliver = listOption('--must-deliver-event-types', a.mustDeliverEventTypes, eventType);
+      if (mustDeliver) change.must_deliver_event_types = mustDeliver;
+      return async (s) => {
+        // The policy is the operator's (which reasons stop a send, which event types are bulk or
+        // must be delivered): no client can change its own through the API.
+        const store = new SuppressionStore(s.db, { softBounceHoldMs: config.consent.softBounceHoldMs });
+        const changed = Object.keys(change).length > 0;
+        const policy = (changed ? await store.setPolicy(id, change) : await store.policy(id)) ?? notFound(id);
+        if (changed) await audit(s, 'client.consent', id, { ...change });
+        print({ client_id: id, ...policy });
+      };
+    }
     default:
-      throw new UsageError('usage: ens clients create|list|rotate-secret|issue-callback-secret|disable|limits|schedule');
+      throw new UsageError('usage: ens clients create|list|rotate-secret|issue-callback-secret|disable|limits|schedule|consent');
   }
 }
