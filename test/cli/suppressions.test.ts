@@ -90,6 +90,7 @@ t.test('wrong input: exit 1 with a clear message on stderr, and nothing written'
     t.equal(r.code, 1, `${args.slice(1).join(' ')}: exit 1`);
     t.match(r.stderr, stderr, `${args.slice(1, 2).join(' ')}: ${r.stderr.split('\n')[0]}`);
     t.equal(r.stdout, '', 'nothing on stdout');
+    t.match(r.stderr, /^(ens: using the database at DATABASE_URL [^\n]+\n)?ens: [^\n]+\n$/, 'one line on stderr for the error');
   }
   const unknownOption = await ens(['suppressions', 'list', ...scope, '--colour', 'red']);
   t.equal(unknownOption.code, 2, 'a command line node cannot parse is 2, as for every ens command');

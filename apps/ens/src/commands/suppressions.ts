@@ -43,18 +43,13 @@ const REPORTED_BAD_ROWS = 100;
 
 const EXPORT_COLUMNS = ['channel', 'address', 'reason', 'scope', 'detail', 'source', 'provider', 'delivery_id', 'created_by', 'created_at', 'updated_at', 'expires_at'] as const;
 
-const USAGE = `usage:
-  ens suppressions list   --client ID --tenant T [--channel C] [--reason R] [--address A]
-  ens suppressions add    --client ID --tenant T --channel C --address A [--reason R] [--scope EVENT_TYPE] [--detail TEXT] [--expires-at ISO]
-  ens suppressions remove --client ID --tenant T --channel C --address A [--scope EVENT_TYPE]
-  ens suppressions import FILE.csv --client ID --tenant T [--channel C] [--reason R]
-  ens suppressions export --client ID --tenant T [--channel C] [--reason R] [--out FILE.csv]`;
+const USAGE = 'usage: ens suppressions list|add|remove|import FILE.csv|export --client ID --tenant T [...]; see ens --help';
 
 /** A mistake in what was asked: one line on stderr, exit code 1. */
 const bad = (message: string): UsageError => new UsageError(message, 1);
 
 function need(v: string | undefined, name: string): string {
-  if (v === undefined || v === '') throw bad(`${name} is required\n${USAGE}`);
+  if (v === undefined || v === '') throw bad(`${name} is required; see ens --help`);
   return v;
 }
 
