@@ -3,18 +3,32 @@ import { request as httpRequest } from 'node:http';
 import t from 'tap';
 import { signDeliveryToken } from '@ens/core';
 import { retentionRound } from '@ens/core/internal';
+import { startSmtpTestServer, TEST_CA_PEM } from '@ens/plugin-smtp/testing';
 import { startTestService, waitFor, type TestClient, type TestService } from '../harness/service.ts';
 
 /**
- * One-click unsubscribe (RFC 8058) on a running service: the POST exactly as Gmail sends it
- * unsubscribes the email's recipient from its event type at once, and the next send of that event
- * type fails `suppressed:` without a provider call while another event type still goes; the GET
- * page never unsubscribes by itself; every link that does not work gets the same 404, byte for
- * byte; requests are limited per address.
+ * One-click unsubscribe (RFC 8058) on a running service that sends email through the SMTP plugin
+ * to a real SMTP relay: the link in the List-Unsubscribe header of the email the relay received,
+ * POSTed exactly as Gmail sends it, unsubscribes the recipient from the email's event type at
+ * once, and the next send of that event type fails `suppressed:` without a provider call while
+ * another event type still goes; the GET page never unsubscribes by itself; every link that does
+ * not work gets the same 404, byte for byte; requests are limited per address.
  */
 
 const RATE = 40;
-const svc: TestService = await startTestService(t, { env: { ENS_UNSUBSCRIBE_RATE_LIMIT: String(RATE), ENS_UNSUBSCRIBE_TTL: '30d' } });
+const relay = await startSmtpTestServer({ users: { ens: 'relay-password' } });
+t.teardown(() => relay.stop());
+const svc: TestService = await startTestService(t, {
+  env: {
+    ENS_UNSUBSCRIBE_RATE_LIMIT: String(RATE),
+    ENS_UNSUBSCRIBE_TTL: '30d',
+    ENS_PROVIDERS: 'email=@ens/plugin-smtp',
+    ENS_PROVIDER_CONFIG: JSON.stringify({
+      '@ens/plugin-sandbox': { handsetDelayMs: 100 },
+      '@ens/plugin-smtp': { host: relay.host, port: relay.port, auth: { user: 'ens', pass: 'relay-password' }, tls: { ca: TEST_CA_PEM }, fromAddress: 'news@acme.example', fromName: 'ACME News' },
+    }),
+  },
+});
 const client: TestClient = await svc.createClient();
 await svc.tenant(client, 'news');
 await svc.rt.suppressions.setPolicy(client.clientId, { bulk_event_types: ['newsletter.weekly'] });
@@ -60,9 +74,19 @@ const entries = async () =>
 t.test("the POST exactly as Gmail sends it unsubscribes from that event type at once; the next such send fails suppressed without a provider call, another event type still goes", async (t) => {
   const first = await sendAndEnd('Reader@Example.com');
   t.equal(first.status, 'sent');
+  t.equal(await attemptRows(first.delivery_id), 1);
+
+  // The email as the relay received it: its List-Unsubscribe header holds the link.
+  const mail = await relay.waitForMessage((m) => m.envelope.rcptTo.some((r) => r.toLowerCase() === 'reader@example.com'));
+  t.equal(mail.headers['list-unsubscribe-post'], 'List-Unsubscribe=One-Click');
+  const https = /<(https?:\/\/[^>]+)>/.exec(mail.headers['list-unsubscribe'] ?? '')?.[1];
+  t.ok(https, `an http(s) link in List-Unsubscribe: ${mail.headers['list-unsubscribe']}`);
+  const link = new URL(https!);
+  t.equal(link.origin, svc.config.publicUrl, 'at ENS_PUBLIC_URL');
+  t.equal(link.pathname, linkOf(first.delivery_id), 'the signed link of this delivery');
 
   const gmail = { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '26' };
-  const r = await raw('POST', linkOf(first.delivery_id), gmail, 'List-Unsubscribe=One-Click');
+  const r = await raw('POST', link.pathname, gmail, 'List-Unsubscribe=One-Click');
   t.equal(r.status, 200);
   t.match(r.headers['content-type'], /^text\/html; charset=utf-8/);
   t.match(r.body, /You are unsubscribed/);
@@ -72,7 +96,7 @@ t.test("the POST exactly as Gmail sends it unsubscribes from that event type at 
     detail: 'one-click unsubscribe (RFC 8058)',
   }], 'one opt_out entry, scoped to the email\'s event type, naming its delivery');
 
-  const again = await raw('POST', linkOf(first.delivery_id), gmail, 'List-Unsubscribe=One-Click');
+  const again = await raw('POST', link.pathname, gmail, 'List-Unsubscribe=One-Click');
   t.equal(again.status, 200, 'a repeat is answered 200 again');
   t.equal(again.body, r.body);
   t.equal((await entries()).length, 1, 'still one entry');
@@ -156,7 +180,10 @@ t.test('forged, malformed, wrong-purpose, expired and retention-removed links: o
   const real = signDeliveryToken(svc.rt.consentKey, 'unsubscribe', valid.delivery_id);
   const links: Record<string, string> = {
     forged: `/unsubscribe/${randomBytes(26).toString('base64url').toLowerCase().replace(/[^a-z2-7]/g, 'a').slice(0, 42).padEnd(42, 'a')}`,
-    'forged from a real one (last character changed)': `/unsubscribe/${real.slice(0, -1)}${real.endsWith('a') ? 'b' : 'a'}`,
+    // The last character carries 3 bits of the MAC and 2 unused ones: changing either is refused.
+    'forged from a real one (its last 2 unused bits set)': `/unsubscribe/${real.slice(0, -1)}${'abcdefghijklmnopqrstuvwxyz234567'['abcdefghijklmnopqrstuvwxyz234567'.indexOf(real.at(-1)!) | 3]}`,
+    'forged from a real one (a MAC bit changed)': `/unsubscribe/${real.slice(0, -1)}${'abcdefghijklmnopqrstuvwxyz234567'['abcdefghijklmnopqrstuvwxyz234567'.indexOf(real.at(-1)!) ^ 4]}`,
+    'forged from a real one (a character of the id changed)': `/unsubscribe/${real[0] === 'a' ? 'b' : 'a'}${real.slice(1)}`,
     malformed: '/unsubscribe/not-a-token',
     'too long': `/unsubscribe/${'a'.repeat(300)}`,
     'odd characters': '/unsubscribe/%3Cscript%3E',

@@ -58,6 +58,9 @@ export function readDeliveryToken(key: Buffer, purpose: TokenPurpose, token: str
   const t = token.toLowerCase();
   if (!TOKEN.test(t)) return null;
   const raw = fromBase32(t);
+  // 42 characters carry 210 bits for 208: only the encoding ENS writes (the last two bits zero) is
+  // a token, or four strings would read as one (a changed last character would still pass).
+  if (base32(raw) !== t) return null;
   const id = raw.subarray(0, 16);
   const given = raw.subarray(16, 16 + MAC_BYTES);
   if (given.length !== MAC_BYTES || !timingSafeEqual(given, mac(key, purpose, id))) return null;
