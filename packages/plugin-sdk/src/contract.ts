@@ -123,6 +123,11 @@ export interface RecipientReport {
   kind: RecipientReportKind;
   /** The provider's id of the message the report is about, when it names one. */
   providerMessageId?: string;
+  /**
+   * With providerMessageId: the recipient refused only this kind of message (WhatsApp 131050,
+   * marketing stopped), so the entry covers that message's event type alone, not every one.
+   */
+  eventTypeOnly?: boolean;
   /** Without providerMessageId: the recipient's address (E.164 phone number, email address). */
   address?: string;
   /** With address: the channel the address is on. */

@@ -29,17 +29,20 @@ export class ProviderError extends EnsError {
   readonly deviceGone: boolean;
   /** The refusal is about the recipient: ENS suppresses the address (since SDK 1.3). */
   readonly recipientRefusal: RecipientRefusal | undefined;
+  /** The recipient refused only this kind of message (WhatsApp 131050: marketing): the suppression covers its event type alone. */
+  readonly recipientEventTypeOnly: boolean;
 
   constructor(
     kind: ProviderErrorKind,
     message: string,
-    opts: { retryAfterMs?: number; cause?: unknown; deviceGone?: boolean; recipientRefusal?: RecipientRefusal } = {},
+    opts: { retryAfterMs?: number; cause?: unknown; deviceGone?: boolean; recipientRefusal?: RecipientRefusal; recipientEventTypeOnly?: boolean } = {},
   ) {
     super(message, { code: CODES[kind], cause: opts.cause });
     this.ensErrorKind = kind;
     this.retryAfterMs = opts.retryAfterMs;
     this.deviceGone = opts.deviceGone ?? false;
     this.recipientRefusal = opts.recipientRefusal;
+    this.recipientEventTypeOnly = opts.recipientEventTypeOnly === true;
   }
 }
 
@@ -60,10 +63,11 @@ export const deviceGoneError = (message: string, cause?: unknown): ProviderError
 /**
  * The provider refused the recipient for good (SMTP 5.1.1 at RCPT, Twilio 21211/21614, an SMSC's
  * invalid destination, "not a WhatsApp user"): a permanent failure, and the address is suppressed
- * with `reason` (since SDK 1.3).
+ * with `reason` (since SDK 1.3). `eventTypeOnly`: the recipient refused only this kind of message
+ * (WhatsApp 131050, marketing stopped), so the entry covers the delivery's event type alone.
  */
-export const recipientError = (message: string, reason: RecipientRefusal = 'invalid_recipient', cause?: unknown): ProviderError =>
-  new ProviderError('permanent', message, { cause, recipientRefusal: reason });
+export const recipientError = (message: string, reason: RecipientRefusal = 'invalid_recipient', cause?: unknown, opts: { eventTypeOnly?: boolean } = {}): ProviderError =>
+  new ProviderError('permanent', message, { cause, recipientRefusal: reason, recipientEventTypeOnly: opts.eventTypeOnly });
 
 const REFUSALS: readonly RecipientRefusal[] = ['invalid_recipient', 'hard_bounce', 'opt_out'];
 
@@ -78,6 +82,8 @@ export interface ErrorClass {
   deviceGone: boolean;
   /** Set on a permanent refusal that is about the recipient. */
   recipientRefusal: RecipientRefusal | undefined;
+  /** With recipientRefusal: the entry covers the delivery's event type alone. */
+  recipientEventTypeOnly: boolean;
 }
 
 export function classifyError(e: unknown): ErrorClass {
@@ -86,8 +92,9 @@ export function classifyError(e: unknown): ErrorClass {
     if (pe.ensErrorKind === 'transient' || pe.ensErrorKind === 'permanent' || pe.ensErrorKind === 'rate_limited') {
       const retryAfterMs = typeof pe.retryAfterMs === 'number' && Number.isFinite(pe.retryAfterMs) ? pe.retryAfterMs : undefined;
       const recipientRefusal = pe.ensErrorKind === 'permanent' && REFUSALS.includes(pe.recipientRefusal as RecipientRefusal) ? pe.recipientRefusal : undefined;
-      return { kind: pe.ensErrorKind, message: String(pe.message), retryAfterMs, deviceGone: pe.deviceGone === true, recipientRefusal };
+      const recipientEventTypeOnly = recipientRefusal !== undefined && pe.recipientEventTypeOnly === true;
+      return { kind: pe.ensErrorKind, message: String(pe.message), retryAfterMs, deviceGone: pe.deviceGone === true, recipientRefusal, recipientEventTypeOnly };
     }
   }
-  return { kind: 'transient', message: e instanceof Error ? e.message : String(e), retryAfterMs: undefined, deviceGone: false, recipientRefusal: undefined };
+  return { kind: 'transient', message: e instanceof Error ? e.message : String(e), retryAfterMs: undefined, deviceGone: false, recipientRefusal: undefined, recipientEventTypeOnly: false };
 }

@@ -37,7 +37,8 @@ const PERMANENT = new Set([100, 131008, 131009, 131026, 131030, 131047, 131050, 
  * The refusals that are about the recipient, which ENS suppresses, by Meta's error codes:
  * 131026 "Message undeliverable" (the number is not on WhatsApp, or its owner has not accepted
  * the terms of service or runs an app too old for business messages), 131050 the user stopped
- * marketing messages from this business. Not here: 131030 (the number is not on a test account's
+ * marketing messages from this business (an entry for that event type only: an order update or a
+ * one-time code still goes). Not here: 131030 (the number is not on a test account's
  * allowed list: the operator adds it) and 131047 (the 24-hour window: a template goes through).
  * Read by the send path and by the status webhook alike.
  */
@@ -45,6 +46,9 @@ export const RECIPIENT_REFUSALS: ReadonlyMap<number, RecipientRefusal> = new Map
   [131026, 'invalid_recipient'],
   [131050, 'opt_out'],
 ]);
+
+/** The refusals that cover the refused message's kind alone (its event type). */
+export const EVENT_TYPE_ONLY_REFUSALS: ReadonlySet<number> = new Set([131050]);
 
 export function graphErrorOf(body: unknown): GraphError | undefined {
   const e = (body as { error?: unknown } | null)?.error;
@@ -77,7 +81,7 @@ export function classifyGraphAnswer(status: number, text: string, retryAfter: st
     if (TRANSIENT.has(code)) return transientError(msg);
     if (CONFIGURATION.has(code) || isPermissionCode(code)) return transientError(`${msg} [configuration: check the access token and its permissions]`);
     const refusal = RECIPIENT_REFUSALS.get(code);
-    if (refusal) return recipientError(msg, refusal);
+    if (refusal) return recipientError(msg, refusal, undefined, { eventTypeOnly: EVENT_TYPE_ONLY_REFUSALS.has(code) });
     if (PERMANENT.has(code)) return permanentError(msg);
     return byStatus(status, msg, hint);
   }

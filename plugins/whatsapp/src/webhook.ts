@@ -1,5 +1,5 @@
 import type { PluginContext, RecipientReport, RecipientRefusal, StatusUpdate, WebhookRequest, WebhookResponse, WebhookRoute } from '@ens/plugin-sdk';
-import { RECIPIENT_REFUSALS } from './graph-errors.ts';
+import { EVENT_TYPE_ONLY_REFUSALS, RECIPIENT_REFUSALS } from './graph-errors.ts';
 import { sameSecret, verifyHubSignature } from './signature.ts';
 
 /**
@@ -48,10 +48,11 @@ export function describeStatusErrors(errors: StatusError[] | undefined): string 
 const asArray = <T>(v: T[] | undefined): T[] => (Array.isArray(v) ? v : []);
 
 /** The refusal about the recipient a failed status's errors name, if any (the first one that does). */
-export function recipientRefusalOf(errors: StatusError[] | undefined): RecipientRefusal | undefined {
+export function recipientRefusalOf(errors: StatusError[] | undefined): { kind: RecipientRefusal; eventTypeOnly: boolean } | undefined {
   for (const e of asArray(errors)) {
-    const refusal = RECIPIENT_REFUSALS.get(Number(e?.code));
-    if (refusal) return refusal;
+    const code = Number(e?.code);
+    const refusal = RECIPIENT_REFUSALS.get(code);
+    if (refusal) return { kind: refusal, eventTypeOnly: EVENT_TYPE_ONLY_REFUSALS.has(code) };
   }
   return undefined;
 }
@@ -111,7 +112,7 @@ export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, 
               ? { providerMessageId: s.id, status, at, error: describeStatusErrors(s.errors) }
               : { providerMessageId: s.id, status, at });
             const refusal = status === 'failed' ? recipientRefusalOf(s.errors) : undefined;
-            if (refusal) recipients.push({ kind: refusal, providerMessageId: s.id, at, detail: describeStatusErrors(s.errors) });
+            if (refusal) recipients.push({ ...refusal, providerMessageId: s.id, at, detail: describeStatusErrors(s.errors) });
           }
         }
       }

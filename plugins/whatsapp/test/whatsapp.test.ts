@@ -162,6 +162,8 @@ t.test('send: refusals about the recipient carry their RecipientRefusal, so ENS 
   const stopped = await failure(provider.send(whatsappMessage(`+${FAKE_RECIPIENTS.stoppedMarketing}`)));
   t.equal(stopped.kind, 'permanent');
   t.equal(stopped.recipientRefusal, 'opt_out', '131050 (stopped marketing messages) → opt_out');
+  t.equal(stopped.recipientEventTypeOnly, true, '131050 covers that kind of message only');
+  t.equal(undeliverable.recipientEventTypeOnly, false, '131026 covers every message');
   t.equal(stopped.message, `whatsapp 131050: User stopped marketing messages (${CLOUD_API_ERRORS[131050]!.details})`);
   // About the account or the message: the operator or another template fixes them.
   for (const code of [131030, 131047, 131051, 133010]) {
@@ -338,7 +340,7 @@ t.test('webhook POST: a failed status about the recipient also reports the recip
   t.equal((await invoke(post, { headers: notOnWhatsApp.headers, body: notOnWhatsApp.body })).status, 200);
   const error131026 = `whatsapp 131026: Message undeliverable (${CLOUD_API_ERRORS[131026]!.details})`;
   t.same(ctx.reports, [{ providerMessageId: a, status: 'failed', at: new Date(1_700_000_100_000), error: error131026 }], 'the status is reported as before');
-  t.same(ctx.recipientReports, [{ kind: 'invalid_recipient', providerMessageId: a, at: new Date(1_700_000_100_000), detail: error131026 }], 'and the recipient, with Meta\'s words as evidence');
+  t.same(ctx.recipientReports, [{ kind: 'invalid_recipient', eventTypeOnly: false, providerMessageId: a, at: new Date(1_700_000_100_000), detail: error131026 }], 'and the recipient, with Meta\'s words as evidence');
 
   const batch = fake.statusWebhook([
     { id: b, status: 'failed', timestamp: 1_700_000_200, errorCode: 131050 },
@@ -348,7 +350,8 @@ t.test('webhook POST: a failed status about the recipient also reports the recip
   t.equal((await invoke(post, { headers: batch.headers, body: batch.body })).status, 200);
   t.equal(ctx.reports.length, 4, 'every status reported');
   t.equal(ctx.recipientReports.length, 2, 'only the refusal about the recipient reports it: not 131047, not delivered');
-  t.match(ctx.recipientReports[1], { kind: 'opt_out', providerMessageId: b, detail: /^whatsapp 131050: User stopped marketing messages/ });
+  t.match(ctx.recipientReports[1], { kind: 'opt_out', eventTypeOnly: true, providerMessageId: b, detail: /^whatsapp 131050: User stopped marketing messages/ });
+  t.match(ctx.recipientReports[0], { eventTypeOnly: false });
 
   // An error list naming several causes: the first one about the recipient counts.
   const several = JSON.stringify({

@@ -21,8 +21,10 @@ export function sendTimeoutMs(leaseMs: number): number {
 
 /** Turns a provider's thrown error into the next step, using the retry schedule. */
 export function decide(err: unknown, attempt: number, backoffMs: readonly number[], provider: string): AttemptResult {
-  const { kind, message, retryAfterMs, recipientRefusal } = classifyError(err);
-  if (kind === 'permanent') return recipientRefusal ? { outcome: 'failed', provider, error: message, kind, recipientRefusal } : { outcome: 'failed', provider, error: message, kind };
+  const { kind, message, retryAfterMs, recipientRefusal, recipientEventTypeOnly } = classifyError(err);
+  if (kind === 'permanent') {
+    return recipientRefusal ? { outcome: 'failed', provider, error: message, kind, recipientRefusal, recipientEventTypeOnly } : { outcome: 'failed', provider, error: message, kind };
+  }
   const scheduled = nextRetryDelay(backoffMs, attempt);
   if (scheduled === null) {
     return { outcome: 'failed', provider, error: `${message} (gave up after ${attempt} attempts)`, kind };
@@ -138,7 +140,7 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
     // write is lost, the next send meets the same refusal and writes it again.
     if (t && result.outcome === 'failed' && result.recipientRefusal) {
       await rt.suppressions.upsert(claim.clientId, [{
-        tenant: claim.tenant, channel: claim.channel, address: claim.recipient, reason: result.recipientRefusal, source: 'provider',
+        tenant: claim.tenant, channel: claim.channel, address: claim.recipient, scope: result.recipientEventTypeOnly ? claim.eventType : '*', reason: result.recipientRefusal, source: 'provider',
         provider: result.provider, deliveryId: claim.id, detail: result.error,
       }]).catch((err: unknown) => rt.logger.warn({ err, deliveryId: claim.id }, 'could not record the refused recipient as suppressed'));
     }

@@ -63,7 +63,7 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
       suppressionReports.inc({ source: 'provider', kind: r.kind });
       if (r.providerMessageId !== undefined) {
         const find = { provider: pluginName, providerMessageId: r.providerMessageId };
-        const report = { kind: r.kind, source: 'provider' as const, provider: pluginName, detail: r.detail, at: r.at };
+        const report = { kind: r.kind, source: 'provider' as const, provider: pluginName, detail: r.detail, at: r.at, scopeToEventType: r.eventTypeOnly === true };
         // As for status reports: the report may overtake the send's record of its message id.
         // Through core's door, which wakes the feed when the report marks the delivery.
         let res = await reportForDelivery(rt, find, report);

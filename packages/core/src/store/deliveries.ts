@@ -41,7 +41,7 @@ export type ClaimMiss =
 export type AttemptResult =
   | { outcome: 'sent'; provider: string; providerMessageId: string }
   | { outcome: 'retry'; provider: string; error: string; delayMs: number; kind: 'transient' | 'rate_limited' }
-  | { outcome: 'failed'; provider: string; error: string; kind: 'permanent' | 'transient' | 'rate_limited'; recipientRefusal?: RecipientRefusal };
+  | { outcome: 'failed'; provider: string; error: string; kind: 'permanent' | 'transient' | 'rate_limited'; recipientRefusal?: RecipientRefusal; recipientEventTypeOnly?: boolean };
 
 export interface Transition {
   status: 'pending' | 'sent' | 'failed';
