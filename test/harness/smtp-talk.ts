@@ -40,9 +40,13 @@ export class SmtpTalk {
     socket.on('error', () => {});
   }
 
-  /** Connects and reads the greeting (a refused connection's 421 is a greeting too). */
-  static async open(port: number, host = '127.0.0.1', timeoutMs = 10_000): Promise<SmtpTalk> {
-    const socket = connect({ port, host });
+  /**
+   * Connects and reads the greeting (a refused connection's 421 is a greeting too). `from` is the
+   * local address to connect from (another loopback address, 127.0.0.2…, is another peer).
+   */
+  static async open(port: number, o: { host?: string; from?: string; timeoutMs?: number } = {}): Promise<SmtpTalk> {
+    const socket = connect({ port, host: o.host ?? '127.0.0.1', ...(o.from ? { localAddress: o.from } : {}) });
+    const timeoutMs = o.timeoutMs ?? 10_000;
     socket.setTimeout(timeoutMs, () => socket.destroy());
     const talk = new SmtpTalk(socket);
     talk.greeting = await talk.#next();
@@ -133,9 +137,12 @@ export class SmtpTalk {
   }
 }
 
-/** Opens a connection, says EHLO, runs one transaction and quits. */
-export async function sendOnce(port: number, o: { from: string; to: string[]; message: Buffer | string }): Promise<{ greeting: SmtpReply; mail: SmtpReply; rcpt: SmtpReply[]; data: SmtpReply | null }> {
-  const talk = await SmtpTalk.open(port);
+/** Opens a connection (from `peer`, a loopback address, when given), says EHLO, runs one transaction and quits. */
+export async function sendOnce(
+  port: number,
+  o: { from: string; to: string[]; message: Buffer | string; peer?: string },
+): Promise<{ greeting: SmtpReply; mail: SmtpReply; rcpt: SmtpReply[]; data: SmtpReply | null }> {
+  const talk = await SmtpTalk.open(port, { from: o.peer });
   try {
     if (talk.greeting.code !== 220) return { greeting: talk.greeting, mail: CLOSED, rcpt: [], data: null };
     await talk.command('EHLO test.client.invalid');

@@ -51,6 +51,13 @@ t.test('delivery status notifications become bounces of their delivery; the deli
   }
 });
 
+t.test('a report whose words hold control characters (a NUL) is recorded with them blanked', async (t) => {
+  const d = await fresh();
+  const r = await deliver(d.returnPath, postfixUnknownUser(parties(d)).replace('X-Postfix; unknown user: "nosuchuser"', 'X-Postfix; unknown\0user\x01"nosuchuser"'));
+  t.equal(r.data?.code, 250, `250, not a 451 from PostgreSQL refusing the NUL (${r.data?.text})`);
+  t.match(await entryFor(d), [{ reason: 'hard_bounce', detail: /X-Postfix; unknown user "nosuchuser"/ }]);
+});
+
 t.test('the change feed shows the bounce on the delivery (the feed was woken)', async (t) => {
   const d = await fresh();
   const r = await deliver(d.returnPath, postfixUnknownUser(parties(d)));

@@ -18,6 +18,11 @@ export type FieldBlock = ReadonlyMap<string, readonly string[]>;
 const MAX_BLOCKS = 1_000;
 const MAX_FIELDS_PER_BLOCK = 100;
 const MAX_VALUE = 2_000;
+/**
+ * Control characters (NUL among them, which PostgreSQL's text refuses) become spaces: a value is
+ * kept as evidence, and no report may make recording it fail.
+ */
+const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g;
 /** RFC 5322 field name: printable US-ASCII except the colon. */
 const FIELD = /^([\x21-\x39\x3b-\x7e]+)[ \t]*:(.*)$/;
 
@@ -26,7 +31,7 @@ export function readFieldBlocks(text: string): FieldBlock[] | null {
   let block: Map<string, string[]> | null = null;
   let last: { values: string[]; i: number } | null = null;
   let fields = 0;
-  for (const line of text.split(/\r?\n|\r/)) {
+  for (const line of text.replace(CONTROL, ' ').split(/\r?\n|\r/)) {
     if (line.trim() === '') {
       block = null;
       last = null;
