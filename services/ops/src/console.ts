@@ -16,6 +16,7 @@ import { authRoutes } from './routes/auth.ts';
 import { dashboardRoutes } from './routes/dashboard.ts';
 import { deliveryRoutes } from './routes/deliveries.ts';
 import { clientRoutes } from './routes/clients.ts';
+import { suppressionRoutes } from './routes/suppressions.ts';
 import { deadLetterRoutes } from './routes/dead-letters.ts';
 import { alertRoutes } from './routes/alerts.ts';
 import { auditRoutes } from './routes/audit.ts';
@@ -172,6 +173,7 @@ export function opsConsole(rt: Runtime): (app: FastifyInstance) => Promise<void>
     dashboardRoutes(app, deps);
     deliveryRoutes(app, deps);
     clientRoutes(app, deps);
+    suppressionRoutes(app, deps);
     deadLetterRoutes(app, deps);
     alertRoutes(app, deps);
     auditRoutes(app, deps);

@@ -20,8 +20,8 @@ const svc = await startTestService(t, {
 const rt = svc.rt;
 const target = await rt.clients.create('target', false);
 
-const PAGES = ['/ops/', '/ops/deliveries', '/ops/clients', `/ops/clients/${target.client_id}`, '/ops/dead-letters', '/ops/alerts', '/ops/audit', '/ops/deliveries/00000000-0000-7000-8000-000000000000', '/ops/no-such-page'];
-const ACTIONS = ['/ops/clients', `/ops/clients/${target.client_id}/rotate-secret`, `/ops/clients/${target.client_id}/callback-secret`, `/ops/clients/${target.client_id}/disable`, `/ops/clients/${target.client_id}/limits`, `/ops/clients/${target.client_id}/schedule`, `/ops/clients/${target.client_id}/tenants/t1/weight`, '/ops/dead-letters/00000000-0000-7000-8000-000000000000/replay', '/ops/dead-letters/replay-all', '/ops/alerts', '/ops/alerts/1/delete'];
+const PAGES = ['/ops/', '/ops/deliveries', '/ops/clients', `/ops/clients/${target.client_id}`, '/ops/suppressions', `/ops/suppressions/remove?client=${target.client_id}&tenant=t1&channel=sms&address=%2B15551230001`, '/ops/dead-letters', '/ops/alerts', '/ops/audit', '/ops/deliveries/00000000-0000-7000-8000-000000000000', '/ops/no-such-page'];
+const ACTIONS = ['/ops/clients', `/ops/clients/${target.client_id}/rotate-secret`, `/ops/clients/${target.client_id}/callback-secret`, `/ops/clients/${target.client_id}/disable`, `/ops/clients/${target.client_id}/limits`, `/ops/clients/${target.client_id}/schedule`, `/ops/clients/${target.client_id}/tenants/t1/weight`, `/ops/clients/${target.client_id}/consent`, '/ops/suppressions', '/ops/suppressions/remove', '/ops/dead-letters/00000000-0000-7000-8000-000000000000/replay', '/ops/dead-letters/replay-all', '/ops/alerts', '/ops/alerts/1/delete'];
 
 t.test('signed out: pages redirect to sign-in, actions and data are 401', async (t) => {
   const b = new ConsoleBrowser(svc.baseUrl);
@@ -96,14 +96,14 @@ t.test('superuser by allow-list, group, or grant', async (t) => {
 t.test('superuser pages carry the landmarks', async (t) => {
   const b = new ConsoleBrowser(svc.baseUrl);
   await signInDirectly(rt, b, { subject: 'sub-boss', email: 'boss@example.com' });
-  for (const p of ['/ops/', '/ops/deliveries', '/ops/clients', `/ops/clients/${target.client_id}`, '/ops/dead-letters', '/ops/alerts', '/ops/audit']) {
+  for (const p of ['/ops/', '/ops/deliveries', '/ops/clients', `/ops/clients/${target.client_id}`, '/ops/suppressions', `/ops/suppressions?client=${target.client_id}`, '/ops/dead-letters', '/ops/alerts', '/ops/audit']) {
     const r = await b.get(p);
     t.equal(r.status, 200, p);
     t.equal(r.headers.get('cache-control'), 'no-store');
     t.match(r.headers.get('content-security-policy'), /script-src 'self'/);
     t.match(r.text, /<a class="skip-link" href="#main">Skip to content<\/a>/);
     t.match(r.text, /<span id="whoami">boss@example.com<\/span>/);
-    t.match(r.text, /<nav aria-label="Console">[\s\S]*>Dashboard<[\s\S]*>Deliveries<[\s\S]*>Clients<[\s\S]*>Dead letters<[\s\S]*>Alerts<[\s\S]*>Audit log<[\s\S]*<\/nav>/);
+    t.match(r.text, /<nav aria-label="Console">[\s\S]*>Dashboard<[\s\S]*>Deliveries<[\s\S]*>Clients<[\s\S]*>Suppressions<[\s\S]*>Dead letters<[\s\S]*>Alerts<[\s\S]*>Audit log<[\s\S]*<\/nav>/);
     t.match(r.text, /<main id="main"/);
     t.equal((r.text.match(/<h1[ >]/g) ?? []).length, 1, 'one h1');
     for (const input of r.text.matchAll(/<input id="([^"]+)"/g)) t.match(r.text, new RegExp(`<label for="${input[1]}">`), `label for ${input[1]}`);

@@ -127,6 +127,7 @@ export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail |
     `SELECT d.id::text, d.handoff_id::text, d.client_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, d.status, d.attempts,
             d.provider, d.provider_message_id, ${isoSql('d.created_at')} AS created_at, ${isoSql('d.updated_at')} AS updated_at,
             ${isoSql('d.sent_at')} AS sent_at, ${isoSql('d.delivered_at')} AS delivered_at, ${isoSql('d.read_at')} AS read_at,
+            ${isoSql('d.bounced_at')} AS bounced_at, ${isoSql('d.complained_at')} AS complained_at,
             ${isoSql('d.next_attempt_at')} AS next_attempt_at, d.last_error, h.callback_url, ${isoSql('h.created_at')} AS handoff_created_at,
             h.messages -> d.channel AS content
        FROM deliveries d JOIN handoffs h ON h.id = d.handoff_id WHERE d.id = $1`,

@@ -4,6 +4,7 @@ import { loadBacklog, type Backlog } from './backlog.ts';
 import { loadProviderPaces, loadWaitingFlows, type ProviderPaceRow, type WaitingFlow } from './fair-delivery.ts';
 import { clientNames } from './clients.ts';
 import { isInternal, loadInternalTraffic, type InternalTraffic } from './internal-client.ts';
+import { loadConsentSummary, type ConsentSummary } from './consent-summary.ts';
 
 export const STATUSES = ['pending', 'sent', 'failed'] as const;
 export type StatusCounts = Record<(typeof STATUSES)[number], number>;
@@ -69,6 +70,8 @@ export interface Summary {
   providers: ProviderHealth[];
   provider_window_minutes: number;
   alerts_firing: FiringAlert[];
+  /** Suppressions added per day and email bounce and complaint rates per tenant (computed at most every few minutes). */
+  consent: ConsentSummary;
 }
 
 function emptyByChannel(): ByChannel {
@@ -161,7 +164,7 @@ export type { InternalTraffic };
 
 export async function loadSummary(db: Db): Promise<Summary> {
   const internal = await loadInternalTraffic(db);
-  const [d, clock, backlog, dead, providers, firing, gauge, backlogAge, waitingFlows, paces] = await Promise.all([
+  const [d, clock, backlog, dead, providers, firing, gauge, backlogAge, waitingFlows, paces, consent] = await Promise.all([
     db.query(DELIVERIES_SQL, [internal.clientIds, internal.tenant]),
     db.query<{ minute: number; hour: number }>(NOW_SQL),
     db.query<{ n: number }>(`SELECT count(*)::int AS n FROM callbacks WHERE status = 'pending'`),
@@ -172,6 +175,7 @@ export async function loadSummary(db: Db): Promise<Summary> {
     loadBacklog(db),
     loadWaitingFlows(db),
     loadProviderPaces(db, PROVIDER_WINDOW_MINUTES),
+    loadConsentSummary(db),
   ]);
   const lastHour = emptyByChannel();
   const lastDay = emptyByChannel();
@@ -229,5 +233,6 @@ export async function loadSummary(db: Db): Promise<Summary> {
     providers: health,
     provider_window_minutes: PROVIDER_WINDOW_MINUTES,
     alerts_firing: firing.rows,
+    consent,
   };
 }

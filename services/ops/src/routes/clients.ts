@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { CHANNELS, MAX_SEND_WEIGHT, parsePriorityEventTypes, parseSendWeight, SchedulingStore, type Channel, type ClientRow, type ClientSchedule, type IssuedClient, type Tenant } from '@ens/core';
+import { CHANNELS, MAX_SEND_WEIGHT, parsePriorityEventTypes, parseSendWeight, SchedulingStore, SUPPRESSION_REASONS, type Channel, type ClientRow, type ClientSchedule, type ConsentPolicy, type IssuedClient, type SuppressionReasonT, type Tenant } from '@ens/core';
 import { claimSubmission, newSubmissionId, recordSubmission } from '../form-submissions.ts';
 import { listClients, usageToday, type ClientListRow } from '../queries/clients.ts';
 import { actorOf, formValue, pageContext, queryValue, redirectWithFlash, sendPage, type ConsoleDeps } from '../request-context.ts';
 import { loadInternalTraffic } from '../queries/internal-client.ts';
-import { actionButton, clip, field, pager, query, scrollable, stacked, time } from '../views/components.ts';
+import { actionButton, checkboxGroup, clip, field, pager, query, scrollable, stacked, time } from '../views/components.ts';
+import { REASON_LABELS } from '../views/consent-panels.ts';
 import { html, raw, type Html } from '../views/html.ts';
 import { consolePage, csrfField } from '../views/layout.ts';
 
@@ -93,6 +94,7 @@ function detailPage(
   usage: Record<string, number>,
   tenants: Tenant[],
   tenantsNext: string | null,
+  policy: ConsentPolicy,
   form?: { values: Record<string, string>; errors: LimitErrors },
 ): Html {
   const l = limitsText(deps, { rate_limit: c.rateLimit, daily_quota: c.dailyQuota as Record<string, number> });
@@ -101,6 +103,9 @@ function detailPage(
     ...Object.fromEntries(QUOTA_FIELDS.map((q) => [q.name, c.dailyQuota[q.channel] === undefined ? '' : String(c.dailyQuota[q.channel])])),
     weight: String(schedule.weight),
     priority_event_types: schedule.priorityEventTypes.join(', '),
+    suppression_reasons: policy.suppression_reasons.join(','),
+    bulk_event_types: policy.bulk_event_types.join(', '),
+    must_deliver_event_types: policy.must_deliver_event_types.join(', '),
     ...form?.values,
   };
   const e = form?.errors ?? {};
@@ -121,7 +126,7 @@ ${actionButton(`/ops/clients/${id}/callback-secret`, c.callbackSecretEnc ? 'Repl
 ${c.disabled ? '' : actionButton(`/ops/clients/${id}/disable`, 'Disable client', csrf, { danger: true })}
 </div>
 <p class="muted">Rotating keeps tokens already issued valid until they expire. Disabling cuts off the client's tokens at once and cannot be undone here.</p>
-<p><a href="/ops/deliveries${query({ client: c.id })}">Deliveries of this client</a> · <a href="/ops/dead-letters${query({ client: c.id })}">Dead-letter callbacks of this client</a></p>
+<p><a href="/ops/deliveries${query({ client: c.id })}">Deliveries of this client</a> · <a href="/ops/dead-letters${query({ client: c.id })}">Dead-letter callbacks of this client</a> · <a href="/ops/suppressions${query({ client: c.id })}">Suppression lists of this client</a></p>
 </section>
 
 <section aria-labelledby="usage-h">
@@ -160,17 +165,76 @@ ${field({ name: 'priority_event_types', label: 'Priority event types', value: v.
 <p class="muted">A tenant's weight is its share of its client's sends while several of the client's tenants have deliveries waiting.</p>
 ${scrollable('Tenants', html`<table id="tenants">
 <caption>Tenants of this client, by id</caption>
-<thead><tr><th scope="col">Tenant</th><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Deliveries</th><th scope="col">Weight</th></tr></thead>
+<thead><tr><th scope="col">Tenant</th><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Deliveries</th><th scope="col">Suppressions</th><th scope="col">Weight</th></tr></thead>
 <tbody>
-${tenants.length === 0 ? html`<tr><td colspan="5" class="muted">No tenant.</td></tr>` : ''}
+${tenants.length === 0 ? html`<tr><td colspan="6" class="muted">No tenant.</td></tr>` : ''}
 ${tenants.map(
   (t) =>
-    html`<tr data-tenant="${t.tenant}"><td><code class="clip" title="${t.tenant}">${t.tenant}</code></td><td>${clip(t.name)}</td><td>${time(t.created_at)}</td><td><a href="/ops/deliveries${query({ client: c.id, tenant: t.tenant })}">Search</a></td><td><form class="inline-form" method="post" action="/ops/clients/${id}/tenants/${encodeURIComponent(t.tenant)}/weight">${csrfField(csrf)}<input name="weight" value="${String(schedule.tenantWeights[t.tenant] ?? 1)}" size="3" inputmode="numeric" aria-label="Weight of tenant ${t.tenant}"> <button type="submit" class="button button-small">Save</button></form></td></tr>`,
+    html`<tr data-tenant="${t.tenant}"><td><code class="clip" title="${t.tenant}">${t.tenant}</code></td><td>${clip(t.name)}</td><td>${time(t.created_at)}</td><td><a href="/ops/deliveries${query({ client: c.id, tenant: t.tenant })}">Search</a></td><td><a href="/ops/suppressions${query({ client: c.id, tenant: t.tenant })}">List<span class="visually-hidden"> the suppressions of tenant ${t.tenant}</span></a></td><td><form class="inline-form" method="post" action="/ops/clients/${id}/tenants/${encodeURIComponent(t.tenant)}/weight">${csrfField(csrf)}<input name="weight" value="${String(schedule.tenantWeights[t.tenant] ?? 1)}" size="3" inputmode="numeric" aria-label="Weight of tenant ${t.tenant}"> <button type="submit" class="button button-small">Save</button></form></td></tr>`,
 )}
 </tbody>
 </table>`)}
 ${pager(tenantsNext, (a) => `/ops/clients/${id}${query({ tenants_after: a })}`)}
+</section>
+
+${consentSection(csrf, id, policy, v, e)}`;
+}
+
+/** The client's consent policy: what it is, and the form that changes it. */
+function consentSection(csrf: string, id: string, policy: ConsentPolicy, v: Record<string, string>, e: LimitErrors): Html {
+  const list = (xs: string[], none: string) => (xs.length === 0 ? html`<span class="muted">${none}</span>` : html`${xs.map((x, i) => html`${i > 0 ? ', ' : ''}<code>${x}</code>`)}`);
+  const checked = (v.suppression_reasons ?? '').split(',').filter(Boolean);
+  return html`<section id="consent" aria-labelledby="consent-h">
+<h2 id="consent-h">Consent policy</h2>
+<p class="muted">Which reasons on this client's suppression lists stop a send; which event types are bulk (sent with one-click unsubscribe headers, and an unsubscribe covers only that event type); and which must reach the recipient despite an email or push opt-out or complaint (a password reset). An sms or whatsapp opt-out (STOP) stops every event type, as carriers require. Sends apply a change at once.</p>
+<dl class="facts" id="consent-now">
+<div class="wide"><dt>Reasons that stop a send</dt><dd id="policy-reasons">${policy.suppression_reasons.length === 0 ? html`<strong class="error-text">none: the suppression lists stop nothing</strong>` : policy.suppression_reasons.map((r) => REASON_LABELS[r as SuppressionReasonT] ?? r).join(', ')}</dd></div>
+<div><dt>Bulk event types</dt><dd id="policy-bulk">${list(policy.bulk_event_types, 'none')}</dd></div>
+<div><dt>Must-deliver event types</dt><dd id="policy-must-deliver">${list(policy.must_deliver_event_types, 'none')}</dd></div>
+</dl>
+<form id="consent-policy" method="post" action="/ops/clients/${id}/consent" class="card" aria-labelledby="consent-form-h">
+<h3 id="consent-form-h">Change the consent policy</h3>
+${csrfField(csrf)}
+<input type="hidden" name="reasons_shown" value="1">
+${e.consent_form ? html`<p class="error-summary" role="alert">${e.consent_form}</p>` : ''}
+${checkboxGroup({ name: 'reason', legend: 'Reasons that stop a send', options: SUPPRESSION_REASONS.map((r) => ({ value: r, label: REASON_LABELS[r] })), checked, error: e.suppression_reasons })}
+${field({ name: 'bulk_event_types', label: 'Bulk event types', value: v.bulk_event_types, error: e.bulk_event_types, hint: 'Comma-separated exact event types, e.g. newsletter.weekly, promo; empty: none' })}
+${field({ name: 'must_deliver_event_types', label: 'Must-deliver event types', value: v.must_deliver_event_types, error: e.must_deliver_event_types, hint: 'Comma-separated exact event types, e.g. password.reset; empty: none' })}
+<div class="actions"><button type="submit" class="button">Save consent policy</button></div>
+</form>
 </section>`;
+}
+
+const MAX_POLICY_TYPES = 100;
+
+function eventTypeList(text: string): { ok: true; value: string[] } | { ok: false; message: string } {
+  const list = [...new Set(text.split(',').map((p) => p.trim()).filter(Boolean))];
+  const bad = list.find((p) => p.length > 200 || /\s/.test(p) || p.includes('*'));
+  if (bad !== undefined) return { ok: false, message: `an event type here is exact: no spaces, no *, at most 200 characters; "${bad.slice(0, 60)}" is not one` };
+  if (list.length > MAX_POLICY_TYPES) return { ok: false, message: `at most ${MAX_POLICY_TYPES} event types` };
+  return { ok: true, value: list };
+}
+
+/** Checks the consent policy form: reasons from the known list, exact event types, none both bulk and must-deliver. */
+export function parseConsentPolicy(body: unknown): { values: Record<string, string>; errors: LimitErrors; policy: ConsentPolicy | null } {
+  const reasons = SUPPRESSION_REASONS.filter((r) => formValue(body, `reason_${r}`) !== '');
+  const values = {
+    suppression_reasons: reasons.join(','),
+    bulk_event_types: formValue(body, 'bulk_event_types').trim(),
+    must_deliver_event_types: formValue(body, 'must_deliver_event_types').trim(),
+  };
+  const errors: LimitErrors = {};
+  if (formValue(body, 'reasons_shown') !== '1') errors.suppression_reasons = 'The form is damaged: reload the page and try again.';
+  const bulk = eventTypeList(values.bulk_event_types);
+  const must = eventTypeList(values.must_deliver_event_types);
+  if (!bulk.ok) errors.bulk_event_types = `Enter event types separated by commas: ${bulk.message}.`;
+  if (!must.ok) errors.must_deliver_event_types = `Enter event types separated by commas: ${must.message}.`;
+  if (bulk.ok && must.ok) {
+    const both = bulk.value.filter((t) => must.value.includes(t));
+    if (both.length > 0) errors.must_deliver_event_types = `${both.join(', ')} cannot be both bulk and must-deliver: an unsubscribe from it would be ignored.`;
+  }
+  if (Object.keys(errors).length > 0 || !bulk.ok || !must.ok) return { values, errors: { ...errors, consent_form: 'The consent policy was not saved: fix the marked fields.' }, policy: null };
+  return { values, errors, policy: { suppression_reasons: reasons, bulk_event_types: bulk.value, must_deliver_event_types: must.value } };
 }
 
 /** Checks the limits form: each value empty (the default) or a whole number in range. */
@@ -217,14 +281,15 @@ ${pager(next, (a) => `/ops/clients${query({ after: a })}`)}`),
     const c = await rt.clients.get(id);
     if (!c) return sendPage(reply, 404, consolePage(ctx, 'Client not found', html`<h1>Client not found</h1><p>No client has the id <code>${id}</code>.</p><p><a href="/ops/clients">All clients</a></p>`));
     const tenantsAfter = queryValue(req.query, 'tenants_after') || undefined;
-    const [usage, tenants, schedule] = await Promise.all([
+    const [usage, tenants, schedule, policy] = await Promise.all([
       usageToday(rt.db, [id]).then((m) => m.get(id) ?? {}),
       rt.tenants.list(id, { after: tenantsAfter, limit: TENANT_PAGE + 1 }),
       scheduling.get(id),
+      rt.suppressions.policy(id),
     ]);
     const page = tenants.slice(0, TENANT_PAGE);
     const next = tenants.length > TENANT_PAGE ? page[page.length - 1]!.tenant : null;
-    return sendPage(reply, status, consolePage(ctx, `Client ${c.name}`, detailPage(deps, ctx.csrf, c, schedule ?? { weight: 1, priorityEventTypes: [], tenantWeights: {} }, usage, page, next, form)));
+    return sendPage(reply, status, consolePage(ctx, `Client ${c.name}`, detailPage(deps, ctx.csrf, c, schedule ?? { weight: 1, priorityEventTypes: [], tenantWeights: {} }, usage, page, next, policy ?? { suppression_reasons: [], bulk_event_types: [], must_deliver_event_types: [] }, form)));
   };
 
   /** A form already acted on (a reload of the secret page): back to the client, no secret, nothing done again. */
@@ -318,5 +383,16 @@ ${pager(next, (a) => `/ops/clients${query({ after: a })}`)}`),
     if (!(await scheduling.setTenant(id, tenant, weight.value))) return notFound(req, reply, id);
     await deps.audit.write({ ...actorOf(req), action: 'tenant.weight', target: `${id}/${tenant}`, detail: { weight: weight.value } });
     return redirectWithFlash(reply, deps, `/ops/clients/${encodeURIComponent(id)}`, `Weight of tenant ${tenant} saved.`);
+  });
+
+  app.post<{ Params: { id: string } }>('/clients/:id/consent', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const { values, errors, policy } = parseConsentPolicy(req.body);
+    if (!policy) return renderDetail(req, reply, req.params.id, 400, { values, errors });
+    const before = await rt.suppressions.policy(req.params.id);
+    if (!before) return notFound(req, reply, req.params.id);
+    const after = await rt.suppressions.setPolicy(req.params.id, policy);
+    if (!after) return notFound(req, reply, req.params.id);
+    await deps.audit.write({ ...actorOf(req), action: 'client.consent_policy', target: req.params.id, detail: { before, after } });
+    return redirectWithFlash(reply, deps, `/ops/clients/${encodeURIComponent(req.params.id)}#consent`, 'Consent policy saved: sends apply it at once.');
   });
 }

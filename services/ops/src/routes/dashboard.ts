@@ -6,6 +6,7 @@ import { pageContext, queryValue, sendPage, type ConsoleDeps } from '../request-
 import { seriesPanel } from '../views/time-series.ts';
 import { backlogPanel, backlogWarning } from '../views/backlog-panel.ts';
 import { fairDeliveryPanel } from '../views/fair-delivery-panel.ts';
+import { bounceRatesPanel, suppressionsPerDayPanel } from '../views/consent-panels.ts';
 import { clientLink, clip, percent, query, scrollable, time } from '../views/components.ts';
 
 /** How often the dashboard reloads its numbers, unless ?refresh= says otherwise. */
@@ -115,6 +116,10 @@ ${fr.by_tenant.map((r) => html`<tr data-tenant="${r.tenant}" data-client="${r.cl
 </tbody>
 </table>`)}
 </section>
+
+${suppressionsPerDayPanel(s.consent)}
+
+${bounceRatesPanel(s.consent, (clientId, tenant) => s.internal.client_ids.includes(clientId) && tenant === s.internal.tenant)}
 
 <section id="provider-health" aria-labelledby="provider-health-h">
 <h2 id="provider-health-h">Provider health, last ${s.provider_window_minutes} minutes</h2>

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { CHANNELS } from '@ens/core';
+import { CHANNELS, type Suppression } from '@ens/core';
 import { loadDelivery, searchDeliveries, SearchTooSlow, type DeliveryDetail, type DeliveryFilters, type DeliveryListRow } from '../queries/deliveries.ts';
 import { STATUSES } from '../queries/summary.ts';
 import { resendDelivery } from '../deliveries/resend.ts';
@@ -8,7 +8,8 @@ import { actorOf, formValue, pageContext, queryValue, redirectWithFlash, sendPag
 import { messageContent } from '../views/message-content.ts';
 import { clientNames } from '../queries/clients.ts';
 import { isInternal, loadInternalTraffic, type InternalTraffic } from '../queries/internal-client.ts';
-import { clamp, clientLink, clip, field, orDash, pager, query, scrollable, selectField, shortId, stacked, statusBadge, time } from '../views/components.ts';
+import { clamp, clientLink, clip, field, orDash, pager, query, reasonBadge, scrollable, selectField, shortId, stacked, statusBadge, time } from '../views/components.ts';
+import { REASON_LABELS } from '../views/consent-panels.ts';
 import { html, type Html } from '../views/html.ts';
 import { consolePage, csrfField, type PageContext } from '../views/layout.ts';
 
@@ -100,7 +101,37 @@ function callbackAttempts(list: Record<string, unknown>[]): Html {
 <ol class="attempt-list">${list.map((a) => html`<li>#${a.number} ${time(a.at as string, { ms: true })}: ${said(a)}</li>`)}</ol></details>`;
 }
 
-function detailPage(d: DeliveryDetail, ctx: PageContext, clientName: string | undefined, internal: boolean): Html {
+/** The provider and mail reports that feed the suppression list, as delivery_events kinds. */
+const SUPPRESSION_EVENT_KINDS = ['hard_bounce', 'soft_bounce', 'complaint'];
+
+/** A delivery's bounces and complaints, and the suppression list entries its recipient has in its tenant now. */
+function consentSection(x: Record<string, string | number | null>, events: Record<string, unknown>[], entries: Suppression[]): Html {
+  const reports = events.filter((e) => SUPPRESSION_EVENT_KINDS.includes(String(e.kind)));
+  const ms = (v: unknown) => time(v as string | null, { ms: true });
+  const listHref = `/ops/suppressions${query({ client: String(x.client_id), tenant: String(x.tenant), channel: String(x.channel), address: String(x.recipient) })}`;
+  return html`<section id="consent" aria-labelledby="consent-h">
+<h2 id="consent-h">Bounces and complaints</h2>
+${scrollable('Bounces and complaints', html`<table id="suppression-events">
+<caption>Bounce and complaint reports about this delivery (provider reports and report mail)</caption>
+<thead><tr><th scope="col">Kind</th><th scope="col">Occurred</th><th scope="col">Received</th><th scope="col">Detail</th></tr></thead>
+<tbody>
+${reports.length === 0 ? html`<tr><td colspan="4" class="muted">No bounce or complaint reported.</td></tr>` : ''}
+${reports.map((e) => html`<tr data-kind="${String(e.kind)}"><td>${reasonBadge(String(e.kind), REASON_LABELS[e.kind as 'hard_bounce'] ?? String(e.kind))}</td><td>${ms(e.occurred_at)}</td><td>${ms(e.received_at)}</td><td>${clamp(e.detail as string | null)}</td></tr>`)}
+</tbody>
+</table>`)}
+${scrollable('Suppression list entries for this recipient', html`<table id="recipient-suppressions">
+<caption>The recipient's entries in this tenant's suppression list now</caption>
+<thead><tr><th scope="col">Scope</th><th scope="col">Reason <span class="sub-h">/ source</span></th><th scope="col">Evidence</th><th scope="col">Created</th><th scope="col">Expires</th></tr></thead>
+<tbody>
+${entries.length === 0 ? html`<tr><td colspan="5" class="muted">None: sends to this recipient are not suppressed.</td></tr>` : ''}
+${entries.map((s) => html`<tr data-scope="${s.scope}" data-reason="${s.reason}"><td>${s.scope === '*' ? 'every event type' : clip(s.scope)}</td><td>${stacked(reasonBadge(s.reason, REASON_LABELS[s.reason]), s.source)}</td><td>${clamp(s.detail)}${s.delivery_id && s.delivery_id !== x.id ? html`<a class="sub-link" href="/ops/deliveries/${s.delivery_id}">from delivery ${shortId(s.delivery_id)}</a>` : ''}</td><td>${time(s.created_at)}</td><td>${s.expires_at ? time(s.expires_at) : 'never'}</td></tr>`)}
+</tbody>
+</table>`)}
+<p><a href="${listHref}">This recipient in the suppression list</a></p>
+</section>`;
+}
+
+function detailPage(d: DeliveryDetail, ctx: PageContext, clientName: string | undefined, internal: boolean, entries: Suppression[]): Html {
   const x = d.delivery as Record<string, string | number | null>;
   const ms = (v: unknown) => time(v as string | null, { ms: true });
   const facts: [string, Html][] = [
@@ -120,6 +151,8 @@ function detailPage(d: DeliveryDetail, ctx: PageContext, clientName: string | un
     ['Sent', ms(x.sent_at)],
     ['Delivered', ms(x.delivered_at)],
     ['Read', ms(x.read_at)],
+    ...(x.bounced_at ? [['Bounced', html`<strong class="error-text">${ms(x.bounced_at)}</strong>`] as [string, Html]] : []),
+    ...(x.complained_at ? [['Complained (marked as spam)', html`<strong class="error-text">${ms(x.complained_at)}</strong>`] as [string, Html]] : []),
     ['Last change (feed)', ms(x.updated_at)],
     ['Next attempt', x.status === 'pending' ? ms(x.next_attempt_at) : html`<span class="muted">—</span>`],
     ['Last error', orDash(x.last_error)],
@@ -167,6 +200,8 @@ ${d.events.length === 0 ? html`<tr><td colspan="4" class="muted">No report from 
 ${d.events.map((e) => html`<tr><td>${statusBadge(String(e.kind))}</td><td>${ms(e.occurred_at)}</td><td>${ms(e.received_at)}</td><td>${clamp(e.detail as string | null)}</td></tr>`)}
 </tbody>
 </table>`)}
+
+${consentSection(x, d.events, entries)}
 
 <h2>Callbacks</h2>
 ${scrollable('Callbacks', html`<table id="callbacks">
@@ -226,8 +261,13 @@ export function deliveryRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     const d = UUID.test(req.params.id) ? await loadDelivery(deps.rt.db, req.params.id) : null;
     if (!d) return sendPage(reply, 404, consolePage(ctx, 'Delivery not found', html`<h1>Delivery not found</h1><p>No delivery has the id <code>${req.params.id}</code>.</p><p><a href="/ops/deliveries">Search deliveries</a></p>`));
     const clientId = String(d.delivery.client_id);
-    const [names, internal] = await Promise.all([clientNames(deps.rt.db, [clientId]), loadInternalTraffic(deps.rt.db)]);
-    return sendPage(reply, 200, consolePage(ctx, `Delivery ${req.params.id}`, detailPage(d, ctx, names.get(clientId), isInternal(internal, clientId, String(d.delivery.tenant)))));
+    const x = d.delivery as Record<string, string>;
+    const [names, internal, entries] = await Promise.all([
+      clientNames(deps.rt.db, [clientId]),
+      loadInternalTraffic(deps.rt.db),
+      deps.rt.suppressions.list(clientId, x.tenant!, { channel: x.channel as Suppression['channel'], address: x.recipient!, limit: 100 }),
+    ]);
+    return sendPage(reply, 200, consolePage(ctx, `Delivery ${req.params.id}`, detailPage(d, ctx, names.get(clientId), isInternal(internal, clientId, String(d.delivery.tenant)), entries.results)));
   });
 
   app.post<{ Params: { id: string } }>('/deliveries/:id/resend', { preHandler: app.csrfProtection }, async (req, reply) => {

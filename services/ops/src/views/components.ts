@@ -140,3 +140,35 @@ export function duration(seconds: number): string {
 export function clientLink(id: string, name: string | undefined, internal = false): Html {
   return html`<a href="/ops/clients/${encodeURIComponent(id)}" class="clip" title="${id}">${name ?? id}</a>${internal ? html` <span class="badge internal">ENS internal</span>` : ''}`;
 }
+
+/** A labelled text area (a note, a reason), tied to its hint and error like field(). */
+export function textareaField(o: { name: string; label: string; value?: string; error?: string; hint?: string; required?: boolean; rows?: number; maxLength?: number }): Html {
+  const id = `f-${o.name.replace(/[^a-z0-9_-]/gi, '-')}`;
+  const described = [o.hint ? `${id}-hint` : '', o.error ? `${id}-error` : ''].filter(Boolean).join(' ');
+  return html`<div class="field wide${o.error ? ' has-error' : ''}">
+<label for="${id}">${o.label}</label>
+${o.hint ? html`<span class="hint" id="${id}-hint">${o.hint}</span>` : ''}
+${o.error ? html`<span class="error" id="${id}-error">${o.error}</span>` : ''}
+<textarea id="${id}" name="${o.name}" rows="${o.rows ?? 3}"${o.maxLength ? html` maxlength="${o.maxLength}"` : ''}${o.required ? raw(' required') : ''}${described ? html` aria-describedby="${described}"` : ''}${o.error ? raw(' aria-invalid="true"') : ''}>${o.value ?? ''}</textarea>
+</div>`;
+}
+
+/**
+ * A group of checkboxes under one legend, each with its own label. Each box is its own field,
+ * `<name>_<value>` (a repeated field name would keep only its last value in a form body).
+ */
+export function checkboxGroup(o: { name: string; legend: string; options: { value: string; label: string }[]; checked: readonly string[]; hint?: string; error?: string }): Html {
+  const id = `f-${o.name}`;
+  const described = [o.hint ? `${id}-hint` : '', o.error ? `${id}-error` : ''].filter(Boolean).join(' ');
+  return html`<fieldset class="checks${o.error ? ' has-error' : ''}"${described ? html` aria-describedby="${described}"` : ''}>
+<legend>${o.legend}</legend>
+${o.hint ? html`<p class="hint" id="${id}-hint">${o.hint}</p>` : ''}
+${o.error ? html`<p class="error" id="${id}-error">${o.error}</p>` : ''}
+${o.options.map((op) => html`<div class="field checkbox"><input id="${id}-${op.value}" name="${o.name}_${op.value}" type="checkbox" value="on"${o.checked.includes(op.value) ? raw(' checked') : ''}> <label for="${id}-${op.value}">${op.label}</label></div>`)}
+</fieldset>`;
+}
+
+/** A suppression reason as a coloured badge, said in words. */
+export function reasonBadge(reason: string, label: string): Html {
+  return html`<span class="badge reason-badge reason-${reason.replace(/[^a-z_]/g, '')}">${label}</span>`;
+}

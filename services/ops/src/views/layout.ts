@@ -1,6 +1,6 @@
 import { html, type Html } from './html.ts';
 
-export type NavKey = 'dashboard' | 'deliveries' | 'clients' | 'dead-letters' | 'alerts' | 'audit' | null;
+export type NavKey = 'dashboard' | 'deliveries' | 'clients' | 'suppressions' | 'dead-letters' | 'alerts' | 'audit' | null;
 
 export interface PageContext {
   /** The signed-in staff member's email (or subject when the provider gave no email). */
@@ -14,6 +14,7 @@ const NAV: { key: Exclude<NavKey, null>; href: string; label: string }[] = [
   { key: 'dashboard', href: '/ops/', label: 'Dashboard' },
   { key: 'deliveries', href: '/ops/deliveries', label: 'Deliveries' },
   { key: 'clients', href: '/ops/clients', label: 'Clients' },
+  { key: 'suppressions', href: '/ops/suppressions', label: 'Suppressions' },
   { key: 'dead-letters', href: '/ops/dead-letters', label: 'Dead letters' },
   { key: 'alerts', href: '/ops/alerts', label: 'Alerts' },
   { key: 'audit', href: '/ops/audit', label: 'Audit log' },
