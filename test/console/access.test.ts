@@ -22,6 +22,9 @@ const pagePaths = (ids: { deliveryId: string; clientId: string }) => [
   `/ops/deliveries/${ids.deliveryId}`,
   '/ops/clients',
   `/ops/clients/${ids.clientId}`,
+  '/ops/suppressions',
+  `/ops/suppressions?client=${ids.clientId}&tenant=shop`,
+  `/ops/suppressions/remove?client=${ids.clientId}&tenant=shop&channel=sms&address=%2B15551230001&scope=*`,
   '/ops/dead-letters',
   `/ops/dead-letters?client=${ids.clientId}`,
   '/ops/alerts',
@@ -96,6 +99,7 @@ t.test('a signed-in user without superuser rights sees the notice and is refused
   const sent = await svc.send(client, smsHandoff('shop', ['+15551230001'], { callback_url: failing.url }));
   t.equal(sent.status, 202, sent.status === 202 ? 'the handoff is accepted' : sent.text);
   const deliveryId = sent.body.deliveries[0].delivery_id as string;
+  await svc.rt.suppressions.upsert(client.clientId, [{ tenant: 'shop', channel: 'sms', address: '+15551230001', reason: 'opt_out', source: 'provider', detail: 'STOP' }]);
   const callbackId = await waitFor(async () => {
     const { rows } = await svc.rt.db.query(`SELECT id FROM callbacks WHERE delivery_id = $1 AND status = 'dead'`, [deliveryId]);
     return rows[0]?.id as string | undefined;
@@ -113,6 +117,8 @@ t.test('a signed-in user without superuser rights sees the notice and is refused
       staffRights: await q('SELECT email, granted FROM staff ORDER BY email'),
       alertRules: tables.rules ? await q('SELECT * FROM alert_rules ORDER BY id') : [],
       staffGrants: tables.grants ? await q('SELECT * FROM staff_grants ORDER BY email') : [],
+      suppressions: await q('SELECT client_id, tenant, channel, address, scope, reason FROM suppressions ORDER BY 1, 2, 3, 4, 5'),
+      consent: await q('SELECT id, suppression_reasons, bulk_event_types, must_deliver_event_types FROM clients ORDER BY id'),
     };
   };
   const { page, context } = await con.signedIn(t, 'bob@example.com');
@@ -149,6 +155,9 @@ t.test('a signed-in user without superuser rights sees the notice and is refused
     [`/ops/clients/${client.clientId}/callback-secret`, {}],
     [`/ops/clients/${client.clientId}/disable`, {}],
     [`/ops/clients/${client.clientId}/limits`, { rate: '1', quota_sms: '1', quota_email: '', quota_push: '', quota_whatsapp: '' }],
+    [`/ops/clients/${client.clientId}/consent`, { reasons_shown: '1', bulk_event_types: 'newsletter' }],
+    ['/ops/suppressions', { client: client.clientId, add_tenant: 'shop', add_channel: 'sms', add_address: '+15551230002', add_reason: 'manual', add_scope: '*', add_note: 'by bob' }],
+    ['/ops/suppressions/remove', { client: client.clientId, tenant: 'shop', channel: 'sms', address: '+15551230001', scope: '*', note: 'by bob' }],
     [`/ops/dead-letters/${callbackId}/replay`, {}],
     ['/ops/dead-letters/replay-all', { client_id: client.clientId }],
     ['/ops/alerts', { name: 'bob rule', scope: 'event_type', value: 'x', threshold: '0.1', window: '5m' }],

@@ -39,9 +39,19 @@ const rule = (await con.svc.rt.db.query(
    VALUES ('a11y rule', 'tenant', 'shop', 15, 1, 10, 'email', 'oncall@example.com', 'test') RETURNING id::text`,
 )).rows[0].id as string;
 
+// Consent: an entry with its evidence, a report on the delivery, so the suppression pages, the
+// dashboard's consent panels and the delivery's bounces have content to check.
+await con.svc.rt.suppressions.upsert(client.clientId, [
+  { tenant: 'shop', channel: 'sms', address: '+15551230000', reason: 'invalid_recipient', source: 'provider', provider: '@ens/plugin-sandbox', deliveryId: delivery.rows[0]!.id, detail: 'sandbox: sms recipient is set up to fail' },
+  { tenant: 'shop', channel: 'email', address: 'ann@example.com', scope: 'newsletter', reason: 'opt_out', source: 'unsubscribe' },
+]);
+await con.svc.rt.suppressions.reportForDelivery({ deliveryId: delivery.rows[0]!.id }, { kind: 'soft_bounce', source: 'provider', detail: '452 4.2.2 mailbox full', at: new Date() });
+
 t.test('every console page passes the WCAG 2.1 AA rules of axe-core', async (t) => {
   const { page } = await con.signedIn(t, 'ada@example.com');
-  const pages = ['/ops/', '/ops/deliveries', `/ops/deliveries/${delivery.rows[0]!.id}`, '/ops/clients', `/ops/clients/${client.clientId}`, '/ops/dead-letters', `/ops/dead-letters/group/${group}`, '/ops/alerts', `/ops/alerts/${rule}`, '/ops/audit'];
+  const pages = ['/ops/', '/ops/deliveries', `/ops/deliveries/${delivery.rows[0]!.id}`, '/ops/clients', `/ops/clients/${client.clientId}`, '/ops/dead-letters', `/ops/dead-letters/group/${group}`, '/ops/alerts', `/ops/alerts/${rule}`, '/ops/audit',
+    '/ops/suppressions', `/ops/suppressions?client=${client.clientId}&tenant=shop`, `/ops/suppressions?client=${client.clientId}&address=ann%40example.com`,
+    `/ops/suppressions?client=${client.clientId}&tenant=shop&channel=fax`, `/ops/suppressions/remove?client=${client.clientId}&tenant=shop&channel=sms&address=%2B15551230000&scope=*`];
   for (const path of pages) {
     await page.goto(con.ensUrl + path);
     const violations = await audit(page);

@@ -59,12 +59,27 @@ await db.query(`INSERT INTO alert_rules (name, scope, value, window_minutes, min
 const ruleId = (await db.query('SELECT id::text FROM alert_rules LIMIT 1')).rows[0].id as string;
 await db.query(`INSERT INTO audit_log (actor, action, target, detail) VALUES ('cli', 'client.limits', $1, $2)`, [client.clientId, JSON.stringify({ rate_limit: 100, daily_quota: { sms: 100000, email: 250000, push: null, whatsapp: 5000 }, note: longError })]);
 
+// Consent with long values: addresses, scopes (event types), evidence, who added it; a bounce and a
+// complaint on an email delivery (the dashboard's rates, the delivery's reports).
+const longEmail = deliveries.find((d) => d.channel === 'email' && !d.recipient.startsWith('fail'))!;
+await svc.rt.suppressions.upsert(client.clientId, [
+  { tenant, channel: 'email', address: longEmail.recipient, scope: eventType, reason: 'opt_out', source: 'unsubscribe', deliveryId: longEmail.delivery_id, detail: longError },
+  { tenant, channel: 'sms', address: '+15551230000', reason: 'invalid_recipient', source: 'provider', provider: '@ens/plugin-sandbox', deliveryId: deliveries[0]!.delivery_id, detail: longError },
+  { tenant, channel: 'email', address: `${'someone.with.a.long.name.'.repeat(4)}x@example.com`, reason: 'manual', source: 'console', detail: longError, createdBy: `${'operations.engineer.'.repeat(3)}on.call@example.com` },
+]);
+await svc.rt.suppressions.reportForDelivery({ deliveryId: longEmail.delivery_id }, { kind: 'hard_bounce', source: 'bounce_mail', detail: longError, at: new Date() });
+await db.query(`UPDATE deliveries SET complained_at = now() WHERE id = $1`, [longEmail.delivery_id]);
+
 const PAGES: [string, string][] = [
   ['dashboard', '/ops/'],
   ['deliveries', '/ops/deliveries'],
   ['delivery', `/ops/deliveries/${many}`],
   ['clients', '/ops/clients'],
   ['client', `/ops/clients/${client.clientId}`],
+  ['suppressions', `/ops/suppressions?client=${client.clientId}&tenant=${encodeURIComponent(tenant)}`],
+  ['suppressions-across', `/ops/suppressions?client=${client.clientId}&address=${encodeURIComponent(longEmail.recipient)}`],
+  ['suppression-remove', `/ops/suppressions/remove?client=${client.clientId}&tenant=${encodeURIComponent(tenant)}&channel=email&address=${encodeURIComponent(longEmail.recipient)}&scope=${encodeURIComponent(eventType)}`],
+  ['delivery-bounced', `/ops/deliveries/${longEmail.delivery_id}`],
   ['dead-letters', '/ops/dead-letters'],
   ['dead-letter-group', `/ops/dead-letters/group/${group}`],
   ['alerts', '/ops/alerts'],
@@ -126,7 +141,7 @@ for (const [width, height] of [[1280, 800], [1024, 768]] as const) {
       t.equal(res?.status(), 200, `${name}: 200`);
       const m = await measure(page);
       await screenshot(page, `layout-${name}-${width}`);
-      if (name !== 'alert-rule') t.ok(m.tables > 0, `${name}: has tables to measure (${m.tables})`);
+      if (name !== 'alert-rule' && name !== 'suppression-remove') t.ok(m.tables > 0, `${name}: has tables to measure (${m.tables})`);
       t.ok(m.scrollWidth <= m.innerWidth, `${name}: the page does not scroll sideways (scrollWidth ${m.scrollWidth} ≤ ${m.innerWidth})`);
       t.same(m.outside, [], `${name}: every cell is in the window or in its table's scrolling region`);
       t.same(m.tall, [], `${name}: no row taller than three lines`);
