@@ -68,6 +68,7 @@ t.test('bad additions show the form with a clear error and change nothing', asyn
     t.match(r.text, /Nothing was added: fix the marked fields/, `${what}: the form says nothing was added`);
     t.match(r.text, message, `${what}: and why`);
     t.match(r.text, /aria-invalid="true"/, `${what}: the field is marked`);
+    t.notMatch(r.text, /Fix the marked fields to search/, `${what}: the search above is not blamed`);
   }
   const unknownClient = await boss.postFrom(LIST, '/ops/suppressions', addForm({ client: 'no-such-client' }));
   t.equal(unknownClient.status, 400, 'unknown client: 400');

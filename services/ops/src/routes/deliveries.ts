@@ -124,7 +124,7 @@ ${scrollable('Suppression list entries for this recipient', html`<table id="reci
 <thead><tr><th scope="col">Scope</th><th scope="col">Reason <span class="sub-h">/ source</span></th><th scope="col">Evidence</th><th scope="col">Created</th><th scope="col">Expires</th></tr></thead>
 <tbody>
 ${entries.length === 0 ? html`<tr><td colspan="5" class="muted">None: sends to this recipient are not suppressed.</td></tr>` : ''}
-${entries.map((s) => html`<tr data-scope="${s.scope}" data-reason="${s.reason}"><td>${s.scope === '*' ? 'every event type' : clip(s.scope)}</td><td>${stacked(reasonBadge(s.reason, REASON_LABELS[s.reason]), s.source)}</td><td>${clamp(s.detail)}${s.delivery_id && s.delivery_id !== x.id ? html`<a class="sub-link" href="/ops/deliveries/${s.delivery_id}">from delivery ${shortId(s.delivery_id)}</a>` : ''}</td><td>${time(s.created_at)}</td><td>${s.expires_at ? time(s.expires_at) : 'never'}</td></tr>`)}
+${entries.map((s) => html`<tr data-scope="${s.scope}" data-reason="${s.reason}"><td>${s.scope === '*' ? 'every event type' : clip(s.scope)}</td><td>${stacked(reasonBadge(s.reason, REASON_LABELS[s.reason]), s.source)}</td><td>${clamp(s.detail)}${s.delivery_id && s.delivery_id !== x.id ? html`<a class="sub-link" href="/ops/deliveries/${s.delivery_id}">from delivery ${shortId(s.delivery_id)}</a>` : ''}</td><td>${time(s.created_at)}</td><td>${!s.expires_at ? 'never' : Date.parse(s.expires_at) <= Date.now() ? html`lapsed ${time(s.expires_at)}` : time(s.expires_at)}</td></tr>`)}
 </tbody>
 </table>`)}
 <p><a href="${listHref}">This recipient in the suppression list</a></p>

@@ -116,7 +116,7 @@ ${rows.length === 0 ? html`<tr><td colspan="${cols}" class="muted">No entry matc
 ${rows.map((s) => html`<tr data-tenant="${s.tenant}" data-channel="${s.channel}" data-address="${s.address}" data-scope="${s.scope}" data-reason="${s.reason}">
 ${acrossTenants ? html`<td>${clip(s.tenant)}</td>` : ''}<td>${stacked(clip(s.address), s.channel)}</td><td>${s.scope === '*' ? html`<span title="every event type">*</span>` : clip(s.scope)}</td>
 <td>${stacked(reasonBadge(s.reason, REASON_LABELS[s.reason]), html`<span class="clip" title="${s.source}${s.created_by ? ` · ${s.created_by}` : ''}">${s.source}${s.created_by ? ` · ${s.created_by}` : ''}</span>`)}</td><td>${evidence(s, live)}</td>
-<td><span class="stack">${time(s.created_at)}<span class="sub">${s.updated_at !== s.created_at ? html`updated ${time(s.updated_at)}` : 'not updated'}</span><span class="sub">${s.expires_at ? html`expires ${time(s.expires_at)}` : 'never expires'}</span></span></td>
+<td><span class="stack">${time(s.created_at)}<span class="sub">${s.updated_at !== s.created_at ? html`updated ${time(s.updated_at)}` : 'not updated'}</span><span class="sub">${!s.expires_at ? 'never expires' : Date.parse(s.expires_at) <= Date.now() ? html`lapsed ${time(s.expires_at)}` : html`expires ${time(s.expires_at)}`}</span></span></td>
 <td class="actions-cell"><a class="button secondary button-small" href="${removeHref(clientId, s, back)}" aria-label="${removeName(s)}">Remove</a></td></tr>`)}
 </tbody>
 </table>`);
@@ -234,6 +234,7 @@ ${pager(next, (cursor) => listUrl({ client: r.client, tenant: r.tenant, channel:
     if (!values.tenant) errors.tenant = 'Enter the tenant the entry belongs to.';
     else if (!tenantOk(values.tenant)) errors.tenant = 'A tenant id has no spaces or slashes and at most 200 characters.';
     else if (!(await rt.tenants.get(client.id, values.tenant))) errors.tenant = `Client ${client.name} has no tenant with this id.`;
+    const tenantKnown = values.tenant !== '' && errors.tenant === undefined;
     const channel = isChannel(values.channel) ? values.channel : null;
     if (!channel) errors.channel = `Choose one of ${CHANNELS.join(', ')}.`;
     let key: string | null = null;
@@ -244,7 +245,8 @@ ${pager(next, (cursor) => listUrl({ client: r.client, tenant: r.tenant, channel:
     if (!scopeOk(values.scope)) errors.scope = 'Enter * or one event type (no spaces, at most 200 characters).';
     if (!values.note) errors.note = 'Say why this address is suppressed: the note is kept with the entry and in the audit log.';
     else if (values.note.length > MAX_NOTE) errors.note = `Too long: at most ${MAX_NOTE} characters.`;
-    const back = { ...rawOf({}), client: client.id, tenant: tenantOk(values.tenant) ? values.tenant : '' };
+    // The list beside the form shows the tenant's entries when the tenant exists.
+    const back = { ...rawOf({}), client: client.id, tenant: tenantKnown ? values.tenant : '' };
     if (Object.keys(errors).length > 0 || !channel || key === null) {
       return render(req, reply, { raw: back, errors: {}, add: { values, errors: { ...errors, form: 'Nothing was added: fix the marked fields.' } } }, 400);
     }
