@@ -115,3 +115,12 @@ t.test('a bounce after a complaint keeps both marks; a repeated bounce keeps the
   t.equal(second.bounced_at?.getTime(), first.bounced_at?.getTime(), 'bounced_at is the first bounce');
   t.match(await entryFor(d), [{ reason: 'hard_bounce', source: 'bounce_mail' }], 'the entry holds the latest report');
 });
+
+t.test('the listener is part of /readyz and ens_consumer_up', async (t) => {
+  const ready = await fetch(`${ib.svc.baseUrl}/readyz`);
+  t.equal(ready.status, 200, 'ready');
+  const metrics = await (await fetch(`${ib.svc.baseUrl}/metrics`)).text();
+  t.match(metrics, /^ens_consumer_up\{stream="smtp",consumer="inbound"\} 1$/m, 'the SMTP listener reports itself up');
+  t.match(metrics, /^ens_inbound_messages_total\{result="hard_bounce"\} [1-9]\d*$/m, 'messages are counted by result');
+  t.match(metrics, /^ens_suppression_reports_total\{source="bounce_mail",kind="hard_bounce"\} [1-9]\d*$/m, 'and as suppression reports');
+});
