@@ -6,7 +6,7 @@ import { recordMediaPuts } from '@ens/core/internal';
  * A resend is a new delivery, made through the same accept path as POST /v2/messages, never the
  * old one put back to pending. A delivery's outcome is final and versioned: the client may have
  * read "failed" from the feed and had its callback; turning that row back into "pending" would
- * rewrite history the feed already served (design.md, invariants 1 and 3). The new delivery is in a
+ * rewrite history the feed already served (docs/design/overview.md, invariants 1 and 3). The new delivery is in a
  * handoff of its own, with the original's tenant, event type, reference and content, so the
  * client's feed shows it as one more delivery of that reference. No callback is posted for it: the
  * client did not ask for it, and the console shows its outcome.
