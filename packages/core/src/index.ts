@@ -27,6 +27,7 @@ export {
 export { serialiseCallback } from './schemas/callback-payload.ts';
 
 export { planDeliveries, type PlannedDelivery, type RuleLimits } from './domain/handoff-rules.ts';
+export { CHANNEL_RULES, type ChannelRules, type ContentField } from './domain/channels.ts';
 export { normalisePhone } from './phone.ts';
 export { parseDuration, parseBackoff } from './durations.ts';
 export { formatTimestamp, isIsoTimestamp } from './timestamps.ts';

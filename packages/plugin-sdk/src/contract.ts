@@ -2,8 +2,10 @@ import type { TSchema } from 'typebox';
 
 /**
  * The channels ENS delivers on. This is the one list: ENS's schemas, configuration and work queues
- * derive theirs from it, so a channel is added here and nowhere else (the SDK is published alone and
- * imports no other workspace, which is why the list lives here and not in the core).
+ * derive theirs from it (the SDK is published alone and imports no other workspace, which is why the
+ * list lives here and not in the core). A channel added here needs its row in ENS's channel table
+ * (@ens/core's domain/channels.ts: its rules, limits and sample) and its sample message in the
+ * conformance kit (conformance/sample-message.ts); the typecheck names both.
  */
 export const CHANNELS = ['sms', 'email', 'push', 'whatsapp'] as const;
 export type Channel = (typeof CHANNELS)[number];

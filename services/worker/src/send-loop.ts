@@ -1,6 +1,6 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
-import { nextRetryDelay, returnPathFor, signDeliveryToken, unsubscribeMailtoFor, type Channel, type Runtime } from '@ens/core';
+import { CHANNEL_RULES, nextRetryDelay, returnPathFor, signDeliveryToken, unsubscribeMailtoFor, type Channel, type Runtime } from '@ens/core';
 import {
   ACK_WAIT_MS, attemptsTotal, suppressedSends, endAttemptSpan, FairSlots, parseSendWakeup, startAttemptSpan, traceparentOf, type AttemptResult, type ClaimedDelivery, type ClaimMiss,
   type Flow, type ProviderPacer, type SchedulingPolicy,
@@ -116,7 +116,9 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
       throw err;
     }
   };
-  const toDevices = channel === 'push' && chain.sendsToDevices;
+  // A channel whose recipient is a user (push) sends to each of their registered devices, when the
+  // chain's plugins send to devices.
+  const toDevices = CHANNEL_RULES[channel].fansOutToDevices && chain.sendsToDevices;
   const { policy, pacer } = scheduling;
 
   const failed = (h: Held, err: unknown) => {

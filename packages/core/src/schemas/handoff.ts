@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Channel } from './channel.ts';
+import { Channel, CHANNELS } from './channel.ts';
 
 export const InlineImage = Type.Object(
   {
@@ -43,7 +43,8 @@ export const Handoff = Type.Object(
     event_type: Type.String({ minLength: 1, maxLength: 200 }),
     reference: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     callback_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
-    messages: Type.Array(MessageEntry, { minItems: 1, maxItems: 4 }),
+    // One entry per channel at most (planDeliveries refuses a repeated channel by name).
+    messages: Type.Array(MessageEntry, { minItems: 1, maxItems: CHANNELS.length }),
   },
   { additionalProperties: false },
 );

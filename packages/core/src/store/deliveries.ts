@@ -7,6 +7,7 @@ import { serialiseCallback } from '../schemas/callback-payload.ts';
 import type { Channel } from '../schemas/channel.ts';
 import type { CallbackPayload } from '../schemas/delivery.ts';
 import { wakeCallbacks, wakeFeed, wakeSenders, type CallbackWakeup, type SendWakeup, type WakeupTarget } from '../nats/wakeups.ts';
+import { CHANNEL_RULES } from '../domain/channels.ts';
 import { formatTimestamp } from '../timestamps.ts';
 import { suppressedSql, suppressionError, suppressionMatchSql, type SuppressionHit } from './suppressions.ts';
 
@@ -378,9 +379,10 @@ export class DeliveryStore {
       const at = formatTimestamp(r.at);
       await c.query('INSERT INTO delivery_events (delivery_id, kind, occurred_at, detail) VALUES ($1, $2, $3, $4)', [row.id, r.kind, at, r.error ?? null]);
       if (row.status !== 'sent') return { deliveryId: row.id, changed: false, callback: null };
-      // The spec fills delivered_at and read_at for whatsapp only; other channels' receipts (an
-      // SMS delivery receipt) are kept as events, and only a failure changes their delivery.
-      if (r.kind !== 'failed' && row.channel !== 'whatsapp') return { deliveryId: row.id, changed: false, callback: null };
+      // The spec fills delivered_at and read_at for whatsapp only (its row's readReceipts); other
+      // channels' receipts (an SMS delivery receipt) are kept as events, and only a failure changes
+      // their delivery.
+      if (r.kind !== 'failed' && !CHANNEL_RULES[row.channel].readReceipts) return { deliveryId: row.id, changed: false, callback: null };
       if (r.kind !== 'failed') {
         const upd = await c.query(
           `UPDATE deliveries SET delivered_at = coalesce(delivered_at, $2::timestamptz),

@@ -2,7 +2,11 @@ import type { Channel, OutboundMessage } from '../contract.ts';
 
 const RECIPIENT: Record<Channel, string> = { sms: '+15550001234', whatsapp: '+15550001234', email: 'ada@example.com', push: 'user-42' };
 
-/** Content as the API accepts it for each channel (interface.md's content object). */
+/**
+ * Content as the API accepts it for each channel (interface.md's content object). Kept here rather
+ * than read from ENS's channel table, because the SDK imports no other workspace;
+ * packages/core/test/channels.test.ts checks that ENS accepts each of these messages.
+ */
 const CONTENT: Record<Channel, Record<string, unknown>> = {
   sms: { kind: 'rendered', body: 'conformance check' },
   email: { kind: 'rendered', subject: 'Conformance', body: 'conformance check', html: '<p>conformance check</p>' },
