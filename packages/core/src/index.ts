@@ -32,7 +32,7 @@ export { normalisePhone } from './phone.ts';
 export { parseDuration, parseBackoff } from './durations.ts';
 export { formatTimestamp, isIsoTimestamp } from './timestamps.ts';
 export { newId } from './ids.ts';
-export { nextRetryDelay } from './retry-schedule.ts';
+export { nextRetryDelay, decideSendRetry, decideCallbackRetry, sendTimeoutMs, callbackLeaseMs } from './retry-policy.ts';
 
 export { SchedulingStore, MAX_SEND_WEIGHT, parseSendWeight, parsePriorityEventTypes, type ClientSchedule, type Parsed } from './store/scheduling.ts';
 export { acceptHandoff, refuseBeforeStoring, type AcceptInput, type AcceptOutcome } from './store/accept.ts';

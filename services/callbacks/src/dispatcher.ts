@@ -1,5 +1,5 @@
 import type { JsMsg } from '@nats-io/jetstream';
-import { nextRetryDelay, type ClientRow, type Runtime } from '@ens/core';
+import { callbackLeaseMs, decideCallbackRetry, type ClientRow, type Runtime } from '@ens/core';
 import {
   CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, callbacksDeferred, ClientDirectory, closeOutboundConnections, consumeWorkQueue, endCallbackPostSpan, parseCallbackWakeup, requeueOverdueCallbacks,
   startCallbackPostSpan, startSweeper, traceparentOf, type CallbackClaim, type ClaimedCallback, type PostResult,
@@ -80,7 +80,7 @@ function openSecret(rt: Runtime, client: ClientRow): string | null {
  * state; each attempt signs those same bytes, with the same webhook-id and a fresh timestamp.
  */
 function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) {
-  const leaseMs = Math.max(rt.config.leaseMs, rt.config.callbackTimeoutMs + 5_000);
+  const leaseMs = callbackLeaseMs(rt.config.leaseMs, rt.config.callbackTimeoutMs);
   return async (m: JsMsg): Promise<void> => {
     const wakeup = parseCallbackWakeup(m.string());
     const deferMs = slots.deferral(wakeup.clientId);
@@ -121,9 +121,9 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) 
       return;
     }
     const { claim, result, signed } = posted;
-    // A callback that cannot be signed goes straight to the dead letters: retrying cannot help, and
-    // an operator can replay it once the secret or the master key is put right.
-    const retryIn = result.ok || !signed ? null : nextRetryDelay(rt.config.callbackBackoffMs, claim.attemptInRound);
+    // The retry policy (core's retry-policy.ts): null for a delivered post, and for the dead letters
+    // (schedule spent, or a callback that cannot be signed).
+    const retryIn = decideCallbackRetry({ ok: result.ok, signed }, claim.attemptInRound, rt.config.callbackBackoffMs);
     const status = await rt.callbacks.record(claim, result, retryIn);
     callbackPosts.inc({ result: status === 'pending' ? 'retry' : status });
     if (status === 'pending' && retryIn !== null) {

@@ -3,4 +3,4 @@ export {
   loadProviders, closeProviders, checkPlugin, checkProviderConfig, PluginLoadError, type LoadedProvider, type LoadedProviders,
 } from './provider-loader.ts';
 export { ProviderChain, ChainSendError } from './provider-chain.ts';
-export { decide, sendLoop, type SendLoop } from './send-loop.ts';
+export { sendLoop, type SendLoop } from './send-loop.ts';

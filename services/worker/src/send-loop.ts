@@ -1,37 +1,12 @@
 import type { JsMsg } from '@nats-io/jetstream';
-import { classifyError, type OutboundMessage } from '@ens/plugin-sdk';
-import { CHANNEL_RULES, nextRetryDelay, returnPathFor, signDeliveryToken, unsubscribeMailtoFor, type Channel, type Runtime } from '@ens/core';
+import type { OutboundMessage } from '@ens/plugin-sdk';
+import { CHANNEL_RULES, decideSendRetry, returnPathFor, signDeliveryToken, unsubscribeMailtoFor, type Channel, type Runtime } from '@ens/core';
 import {
   ACK_WAIT_MS, attemptsTotal, suppressedSends, endAttemptSpan, FairSlots, parseSendWakeup, startAttemptSpan, traceparentOf, type AttemptResult, type ClaimedDelivery, type ClaimMiss,
   type Flow, type ProviderPacer, type SchedulingPolicy,
 } from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
 import { sendToDevices } from './push-fanout.ts';
-
-/**
- * A provider call that has not answered within this share of the lease is treated as a transient
- * failure, so the lease always outlives the send and a slow send is never handed to a second worker.
- */
-const SEND_SHARE_OF_LEASE = 0.8;
-const MAX_SEND_TIMEOUT_MS = 30_000;
-
-export function sendTimeoutMs(leaseMs: number): number {
-  return Math.min(MAX_SEND_TIMEOUT_MS, leaseMs * SEND_SHARE_OF_LEASE);
-}
-
-/** Turns a provider's thrown error into the next step, using the retry schedule. */
-export function decide(err: unknown, attempt: number, backoffMs: readonly number[], provider: string): AttemptResult {
-  const { kind, message, retryAfterMs, recipientRefusal, recipientEventTypeOnly } = classifyError(err);
-  if (kind === 'permanent') {
-    return recipientRefusal ? { outcome: 'failed', provider, error: message, kind, recipientRefusal, recipientEventTypeOnly } : { outcome: 'failed', provider, error: message, kind };
-  }
-  const scheduled = nextRetryDelay(backoffMs, attempt);
-  if (scheduled === null) {
-    return { outcome: 'failed', provider, error: `${message} (gave up after ${attempt} attempts)`, kind };
-  }
-  const delayMs = kind === 'rate_limited' && retryAfterMs !== undefined ? Math.max(retryAfterMs, 0) : scheduled;
-  return { outcome: 'retry', provider, error: message, delayMs, kind };
-}
 
 /** What ENS adds to an email for consent: its signed return path, and for bulk mail the one-click unsubscribe. */
 function emailConsent(rt: Runtime, d: ClaimedDelivery): Pick<OutboundMessage, 'returnPath' | 'unsubscribe'> {
@@ -106,7 +81,8 @@ export interface SendLoop {
  * the last moments before it, and the send then waits for its exact time.
  */
 export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, scheduling: SendScheduling): SendLoop {
-  const decideFor = (claim: ClaimedDelivery) => (err: unknown, provider: string) => decide(err, claim.attempt, rt.config.retryBackoffMs, provider);
+  // The retry policy (core's retry-policy.ts) turns a provider's error into the attempt's outcome.
+  const decideFor = (claim: ClaimedDelivery) => (err: unknown, provider: string) => decideSendRetry(err, claim.attempt, rt.config.retryBackoffMs, provider);
   const sendOne = async (claim: ClaimedDelivery): Promise<AttemptResult> => {
     try {
       const { provider, result } = await chain.send(outbound(rt, claim));

@@ -1,4 +1,4 @@
-import { CHANNELS, checkOutboundUrl, guardedFetch, reportForDelivery, type Channel, type Runtime } from '@ens/core';
+import { CHANNELS, checkOutboundUrl, guardedFetch, reportForDelivery, sendTimeoutMs, type Channel, type Runtime } from '@ens/core';
 import {
   collectUnusedMedia, consumeWorkQueue, keepStatisticsFresh, ProviderPacer, purgeExpiredIdempotencyKeys, removeExpiredRecords, requeueOverdueDeliveries, SchedulingPolicy, SEND_LANES, SEND_STREAM, sendConsumer, sendWaiting,
   startSweeper, purgeLapsedSuppressions, suppressionReports, type Pace,
@@ -6,7 +6,7 @@ import {
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
 import { checkProviderConfig, closeProviders, loadProviders, type LoadedProviders } from './provider-loader.ts';
-import { sendLoop, sendTimeoutMs, type SendLoop } from './send-loop.ts';
+import { sendLoop, type SendLoop } from './send-loop.ts';
 
 /**
  * Wake-ups a channel's loop asks the server for at a time, per send slot (ENS_WORKER_CONCURRENCY).
