@@ -122,3 +122,19 @@ t.test('the store: upserts, downgrades, paging, opt-in and lapsed entries', asyn
   const plan = (await db.query(`EXPLAIN SELECT 1 FROM suppressions WHERE client_id = $1 AND tenant = 'beta' AND channel = 'email' AND address = 'u5@example.com' AND scope IN ('*', 'news')`, [clientId])).rows.map((r) => r['QUERY PLAN']).join('\n');
   t.match(plan, /Index (Only )?Scan using suppressions_pkey/);
 });
+
+t.test('a tenant\'s list goes with the tenant', async (t) => {
+  const engines = await startTestEngines(t);
+  const db = createPool(engines.databaseUrl, { max: 2 });
+  t.teardown(() => db.end());
+  await migrate(db);
+  const { client_id: clientId } = await new ClientStore(db, new SecretBox(randomBytes(32))).create('consent', false);
+  const tenants = new TenantStore(db);
+  await tenants.create(clientId, { tenant: 'gone' });
+  const s = new SuppressionStore(db, { softBounceHoldMs: 1000 });
+  await s.upsert(clientId, [{ tenant: 'gone', channel: 'sms', address: '+15551230001', reason: 'manual', source: 'api' }]);
+  t.equal(await tenants.delete(clientId, 'gone'), 'deleted');
+  await tenants.create(clientId, { tenant: 'gone' });
+  t.same((await s.list(clientId, 'gone', {})).results, [], 'a tenant made again with the same id starts with an empty list');
+  await t.rejects(s.upsert(clientId, [{ tenant: 'never', channel: 'sms', address: '+15551230001', reason: 'manual', source: 'api' }]), { code: '23503' }, 'no entry for a tenant that does not exist');
+});

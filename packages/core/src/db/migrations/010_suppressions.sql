@@ -3,7 +3,7 @@
 -- (DESIGN invariant 8). Addresses are kept normalised (email case-folded, domain in IDNA ASCII;
 -- phone numbers E.164 with +), so a delivery's recipient is matched by key, not by pattern.
 CREATE TABLE suppressions (
-  client_id   text NOT NULL REFERENCES clients(id) ON DELETE CASCADE,
+  client_id   text NOT NULL,
   tenant      text NOT NULL,
   channel     text NOT NULL CHECK (channel IN ('sms', 'email', 'push', 'whatsapp')),
   address     text NOT NULL,
@@ -22,7 +22,9 @@ CREATE TABLE suppressions (
   updated_at  timestamptz NOT NULL DEFAULT now(),
   -- soft bounces hold for a while; every other reason until removed
   expires_at  timestamptz,
-  PRIMARY KEY (client_id, tenant, channel, address, scope)
+  PRIMARY KEY (client_id, tenant, channel, address, scope),
+  -- a tenant's list goes with the tenant (a tenant with messages cannot be deleted at all)
+  FOREIGN KEY (client_id, tenant) REFERENCES tenants (client_id, id) ON DELETE CASCADE
 );
 -- The dashboard counts entries added per day; inserts come in created_at order, so a BRIN index
 -- summarises them for nearly nothing per insert.
