@@ -2,17 +2,18 @@ import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { loadConfig } from '@ens/core';
 import { allVariables } from '@ens/core/internal';
-import { configTable, END, README, START, withTable } from '../../scripts/config-table.ts';
+import { CONFIG_DOC, configTable, END, START, withTable } from '../../scripts/config-table.ts';
 
 /**
- * One declaration per variable (packages/core/src/config/variables.ts), and the README's table is
- * that list: a variable added, removed or re-described there without `npm run config-table` fails
- * here.
+ * One declaration per variable (packages/core/src/config/variables.ts), and the table of the
+ * configuration reference (docs/reference/configuration.md) is that list: a variable added,
+ * removed or re-described there without `npm run config-table` fails here.
  */
-t.test('the README lists exactly the declared variables', async (t) => {
-  const readme = readFileSync(README, 'utf8');
-  t.ok(readme.includes(START) && readme.includes(END), 'the README has the generated block');
-  t.equal(withTable(readme, configTable()), readme, 'the README\'s table is the generated one (run `npm run config-table`)');
+t.test('the configuration reference lists exactly the declared variables', async (t) => {
+  const doc = readFileSync(CONFIG_DOC, 'utf8');
+  t.ok(doc.includes(START) && doc.includes(END), 'the configuration reference has the generated block');
+  t.equal(withTable(doc, configTable()), doc, 'its table is the generated one (run `npm run config-table`)');
+  t.notOk(readFileSync(new URL('../../README.md', import.meta.url), 'utf8').includes(START), 'the README links to it rather than keeping a copy');
 });
 
 t.test('every declaration is complete and named once', async (t) => {
@@ -27,9 +28,10 @@ t.test('every declaration is complete and named once', async (t) => {
 });
 
 t.test('a stale table is caught', async (t) => {
-  const readme = readFileSync(README, 'utf8');
-  const stale = readme.replace(/\| `ENS_LEASE` \|[^\n]*\n/, '');
-  t.not(withTable(stale, configTable()), stale, 'a README missing a row differs from the generated one');
+  const doc = readFileSync(CONFIG_DOC, 'utf8');
+  const stale = doc.replace(/\| `ENS_LEASE` \|[^\n]*\n/, '');
+  t.not(stale, doc, 'the fixture removed a row');
+  t.not(withTable(stale, configTable()), stale, 'a table missing a row differs from the generated one');
 });
 
 t.test('each documented default is the value the code uses', async (t) => {

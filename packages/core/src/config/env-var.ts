@@ -7,14 +7,15 @@ import { ConfigError } from './config-error.ts';
 export type RawEnv = Readonly<Record<string, string | undefined>>;
 
 /**
- * One environment variable, declared once: its name, what the README says of it, the TypeBox
- * schema of its text (pattern, allowed values), its default, and the transform into the typed
- * value the code reads. The README's table is generated from these declarations.
+ * One environment variable, declared once: its name, what the configuration reference says of it,
+ * the TypeBox schema of its text (pattern, allowed values), its default, and the transform into
+ * the typed value the code reads. The table in docs/reference/configuration.md is generated from
+ * these declarations.
  */
 export interface EnvVar<T> {
   readonly name: string;
   readonly doc: string;
-  /** The default as the README shows it. */
+  /** The default as the configuration reference shows it. */
   readonly shownDefault: string;
   readonly schema: TSchema;
   /** The typed value; `env` lets a default depend on other variables (ENS_PUBLIC_URL on HOST and PORT). */
@@ -23,7 +24,7 @@ export interface EnvVar<T> {
 
 interface Common {
   doc: string;
-  /** How the README shows the default, when the value itself does not say it well. */
+  /** How the configuration reference shows the default, when the value itself does not say it well. */
   shown?: string;
 }
 

@@ -6,8 +6,9 @@ import { backoff, choice, custom, duration, flag, integer, optionalText, text, t
 
 /*
  * Every environment variable ENS reads, each declared once: name, meaning, schema, default and the
- * typed value. Adding one is a line here plus its use; the README's table is generated from this
- * list (`npm run config-table`), and a test fails when the two disagree.
+ * typed value. Adding one is a line here plus its use; the configuration reference
+ * (docs/reference/configuration.md) is generated from this list (`npm run config-table`), and a
+ * test fails when the two disagree.
  */
 
 const PACKAGE_NAME = /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/;
@@ -73,7 +74,7 @@ export const VARIABLES = {
     min: 1,
     max: 256,
     shown: 'the number of cores',
-    doc: '`ens serve` runs this many processes, supervised, each with the chosen roles (the feed role in one of them); `1` runs everything in one process (see [Every core](#every-core-ens_processes))',
+    doc: '`ens serve` runs this many processes, supervised, each with the chosen roles (the feed role in one of them); `1` runs everything in one process (see [Every core](../guides/deploying.md#every-core-ens_processes))',
   }),
   host: text('HOST', { default: '127.0.0.1', doc: 'address to listen on (`0.0.0.0` to serve other machines)' }),
   databaseUrl: optionalText('DATABASE_URL', { pattern: '^postgres(ql)?://', doc: 'PostgreSQL URL. Unset: ENS starts its own PostgreSQL under `ENS_DATA_DIR/postgres`' }),
@@ -104,33 +105,33 @@ export const VARIABLES = {
   retentionMs: duration('ENS_RETENTION', {
     default: '30d',
     doc:
-      'how long the record of a handoff (its deliveries, attempts, provider events, callbacks) is kept; older ones are removed once all their deliveries and callbacks have ended (see [Retention](#retention)). At least `ENS_IDEMPOTENCY_TTL`',
+      'how long the record of a handoff (its deliveries, attempts, provider events, callbacks) is kept; older ones are removed once all their deliveries and callbacks have ended (see [Retention](../guides/retention.md)). At least `ENS_IDEMPOTENCY_TTL`',
   }),
   maxRecipients: integer('ENS_MAX_RECIPIENTS', { default: 10_000, min: 1, doc: 'recipients per message entry (over → 400)' }),
   maxBodyBytes: integer('ENS_MAX_BODY_BYTES', { default: 20 * 1024 * 1024, min: 1, doc: 'request body limit in bytes (over → 413)' }),
   maxImageBytes: integer('ENS_MAX_IMAGE_BYTES', { default: 5 * 1024 * 1024, min: 1, doc: 'decoded size of one inline image (over → 413)' }),
   rateLimit: integer('ENS_RATE_LIMIT', { default: 200, min: 1, doc: 'requests per second per client on `/v2/`, unless set per client' }),
   dailyQuota: integer('ENS_DAILY_QUOTA', { default: 0, shown: '`0` (none)', doc: 'messages per channel per UTC day per client, unless set per client' }),
-  tokenRateLimit: integer('ENS_TOKEN_RATE_LIMIT', { default: 60, min: 1, doc: 'token requests per minute from one address; failed attempts have smaller budgets (see Limits and quotas)' }),
+  tokenRateLimit: integer('ENS_TOKEN_RATE_LIMIT', { default: 60, min: 1, doc: 'token requests per minute from one address; failed attempts have smaller budgets (see [Limits and quotas](limits.md#requests-and-quotas))' }),
   workerConcurrency: integer('ENS_WORKER_CONCURRENCY', { default: 64, min: 1, doc: 'sends in flight per channel per worker process' }),
   sendWindow: integer('ENS_SEND_WINDOW', {
     default: 100_000,
     min: 1,
     max: 1_000_000,
-    doc: 'wake-ups a worker process holds per channel from its bulk lane to choose the next send fairly among clients and tenants (see [Fair delivery](#fair-delivery))',
+    doc: 'wake-ups a worker process holds per channel from its bulk lane to choose the next send fairly among clients and tenants (see [Fair delivery](../guides/fair-delivery.md))',
   }),
   leaseMs: duration('ENS_LEASE', { default: '60s', doc: 'how long a worker holds a delivery for one attempt; a provider call is cut off at 80 % of it (30 s at most)' }),
   sweepGraceMs: duration('ENS_SWEEP_GRACE', { default: '30s', doc: 'how long past due a delivery or callback may sit before the sweeper re-enqueues it' }),
   providers: custom('ENS_PROVIDERS', {
     shown: 'sandbox everywhere',
     pattern: `^\\s*${CHANNEL_NAME}=[^,]+(,\\s*${CHANNEL_NAME}=[^,]+)*\\s*$`,
-    doc: 'provider plugin packages per channel, `\\|` between fail-over choices, e.g. `sms=@ens/plugin-twilio\\|@ens/plugin-smpp,email=@ens/plugin-smtp` (see [Providers](#providers))',
+    doc: 'provider plugin packages per channel, `\\|` between fail-over choices, e.g. `sms=@ens/plugin-twilio\\|@ens/plugin-smpp,email=@ens/plugin-smtp` (see [Providers](../guides/providers.md))',
     transform: parseProviders,
   }),
   providerConfig: custom('ENS_PROVIDER_CONFIG', { shown: '`{}`', pattern: '^\\s*\\{', doc: 'JSON object of plugin settings keyed by package name', transform: parseJsonObject }),
   providerPace: custom('ENS_PROVIDER_PACE', {
     shown: 'none (what plugins declare)',
-    doc: 'sends per second per provider, across all worker processes, e.g. `@ens/plugin-twilio=50,@ens/plugin-smtp=14`; overrides the pace a plugin declares (see [Fair delivery](#fair-delivery))',
+    doc: 'sends per second per provider, across all worker processes, e.g. `@ens/plugin-twilio=50,@ens/plugin-smtp=14`; overrides the pace a plugin declares (see [Provider pacing](../guides/fair-delivery.md#provider-pacing))',
     transform: parseProviderPace,
   }),
   failoverThreshold: integer('ENS_FAILOVER_THRESHOLD', { default: 5, min: 1, doc: 'sends in 10 s (more than half failing transiently) that take a provider out of its channel\'s list' }),
@@ -214,7 +215,7 @@ export const VARIABLES = {
     sessionTtlMs: duration('ENS_OPS_SESSION_TTL', { default: '8h', doc: 'console session lifetime (server-side)' }),
     contact: text('ENS_OPS_CONTACT', { default: 'your ENS administrators', doc: 'whom people without rights should ask (shown on the notice page)' }),
   },
-  // OpenTelemetry's own names (see README "Traces (OpenTelemetry)"); tracing is off unless one of
+  // OpenTelemetry's own names (see docs/guides/tracing.md); tracing is off unless one of
   // the endpoints is set or OTEL_TRACES_EXPORTER=otlp, and OTEL_SDK_DISABLED or `none` turn it off.
   tracing: {
     sdkDisabled: flag('OTEL_SDK_DISABLED', { default: false, doc: '`true` turns tracing off, whatever else is set' }),
@@ -255,7 +256,7 @@ export type Values<T> = { readonly [K in keyof T]: T[K] extends EnvVar<infer V> 
 
 const isVar = (d: EnvVar<unknown> | Declarations): d is EnvVar<unknown> => typeof (d as EnvVar<unknown>).read === 'function';
 
-/** Every declared variable, in declaration order (the README's table). */
+/** Every declared variable, in declaration order (the table of docs/reference/configuration.md). */
 export function allVariables(tree: Declarations = VARIABLES): EnvVar<unknown>[] {
   return Object.values(tree).flatMap((d) => (isVar(d) ? [d] : allVariables(d)));
 }
