@@ -32,7 +32,7 @@ const send = async (handoff: Record<string, unknown>) => {
   if (r.status !== 202) throw new Error(`send failed: ${r.status} ${r.text}`);
   return r.body.deliveries as { delivery_id: string; channel: string; recipient: string }[];
 };
-// README's sandbox table: 0000 / fail@ fail for good, 1111 / flaky@ fail twice then succeed, whatsapp 2222 is read.
+// The sandbox table of docs/getting-started.md: 0000 / fail@ fail for good, 1111 / flaky@ fail twice then succeed, whatsapp 2222 is read.
 const shipped = await send({
   tenant: 'shop', event_type: 'order.shipped', reference: 'order-1001', callback_url: okReceiver.url,
   messages: [

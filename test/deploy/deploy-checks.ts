@@ -14,7 +14,7 @@ import { execForm, type DeployedProcess, type DeployModel } from './deploy-model
 
 /**
  * Variables ENS does not declare but a library it uses reads: the AWS SDK's default credential
- * chain takes these for the S3 media store (README, "Inline images in S3").
+ * chain takes these for the S3 media store (docs/guides/providers.md, "Inline images in S3").
  */
 export const LIBRARY_VARIABLES = new Set(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']);
 

@@ -50,7 +50,7 @@ function notConfigured(_req: FastifyRequest, reply: FastifyReply): FastifyReply 
       'The console is not configured',
       html`<h1>The console is not configured</h1>
 <p>The operations console signs staff in through your organization's identity provider. Set
-<code>ENS_OPS_ISSUER</code>, <code>ENS_OPS_CLIENT_ID</code> and <code>ENS_OPS_CLIENT_SECRET</code> and restart ENS; the README's console section shows how.</p>`,
+<code>ENS_OPS_ISSUER</code>, <code>ENS_OPS_CLIENT_ID</code> and <code>ENS_OPS_CLIENT_SECRET</code> and restart ENS; the documentation's console guide (docs/guides/console.md) shows how.</p>`,
     ),
   );
 }

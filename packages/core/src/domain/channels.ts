@@ -29,7 +29,7 @@ export interface ChannelRules {
   readonly fields: readonly ContentField[];
   /** Fields it requires whatever the kind (`body` is required of every rendered content). */
   readonly requires: readonly ContentField[];
-  /** The largest content it takes: the providers' own limits, with room for their envelopes (listed in the README). */
+  /** The largest content it takes: the providers' own limits, with room for their envelopes (listed in docs/reference/limits.md). */
   readonly limits: Readonly<Record<string, number>>;
   /** Its own checks of a content of the right kind and fields: sizes, and what its providers refuse. */
   checkContent(content: Content, at: string, errors: FieldError[]): void;

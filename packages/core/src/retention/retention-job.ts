@@ -8,8 +8,8 @@ import type { SweepJob } from '../sweeper.ts';
  * ENS_RETENTION: how long the record of a handoff is kept. The sweeper removes whole handoffs
  * older than that, with every row that hangs off them, in short transactions of at most
  * `batchSize` deliveries each, so no statement runs long and no lock is held for more than one
- * batch. (Dropping old partitions of time-partitioned tables costs less per row; the README's
- * Retention section has the numbers and why this was chosen instead.)
+ * batch. (Dropping old partitions of time-partitioned tables costs less per row;
+ * docs/guides/retention.md has the numbers and why this was chosen instead.)
  *
  * The rule: a handoff is removed when its id (UUIDv7, so its creation time) is older than the
  * retention, none of its deliveries is pending or has a change the feed has not stamped yet, and

@@ -5,7 +5,7 @@ import path from 'node:path';
 /**
  * Returns the master key: ENS_MASTER_KEY when set (base64 or base64url, at least 32 bytes);
  * otherwise a key generated once into `<dataDir>/master.key` (mode 0600) so a laptop start needs
- * no setup. Losing that file makes stored callback secrets unreadable, which the README says.
+ * no setup. Losing that file makes stored callback secrets unreadable, which the docs say (docs/guides/security.md).
  */
 export async function resolveMasterKey(configured: string | undefined, dataDir: string): Promise<Buffer> {
   if (configured) {

@@ -8,7 +8,7 @@ import { contextFrom } from './trace-context.ts';
  * and exports them). Each start returns null, starting nothing, when tracing is off and the work
  * carries no traceparent; a traceparent a caller sent is carried on even when tracing is off (the
  * no-op tracer's span keeps the parent's context), so its callback still names the caller's span.
- * The README's "Traces (OpenTelemetry)" lists the names and attributes.
+ * docs/guides/tracing.md lists the names and attributes.
  */
 
 const tracer = () => trace.getTracer('ens');
