@@ -169,7 +169,7 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   const handler = postHandler(rt, directory, slots);
   const consumer = await consumeWorkQueue({
     js: rt.js, stream: CALLBACK_STREAM, durable: CALLBACK_CONSUMER, concurrency: POST_SLOTS * MESSAGES_PER_POST_SLOT, handle: handler, logger: rt.logger,
-    redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
+    redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect, nc: rt.nc,
   });
   // Wake-ups already held when their client's receiver turned slow go back too, so that they do
   // not fill what the role holds and keep other clients' wake-ups unread.

@@ -135,7 +135,7 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
         consumeWorkQueue({
           js: rt.js, stream: SEND_STREAM, durable: sendConsumer(ch, lane),
           concurrency: lane === 'bulk' ? rt.config.sendWindow : Math.min(rt.config.sendWindow, NEXT_LANE_WINDOW), pullBatch: rt.config.workerConcurrency * PULL_PER_SEND_SLOT,
-          handle: sends[i]!.handle, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect,
+          handle: sends[i]!.handle, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect, nc: rt.nc,
         }),
       ),
     ),

@@ -1,4 +1,5 @@
-import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { registerLoop } from './loop-health.ts';
 
@@ -30,8 +31,13 @@ export interface WorkQueueOptions {
    * reconnect re-attaches at once.
    */
   onReconnect?: (listener: () => void) => void;
-  /** How often the consumer's existence is checked on the server. Default 5 s. */
+  /** How often the consumer is checked on the server (gone? work waiting and no pull?). Default 5 s. */
   watchEveryMs?: number;
+  /**
+   * The connection to hear JetStream's leader elections on, to pull from a consumer's new leader at
+   * once. Without it a moved leader is noticed by missed heartbeats (2-3 s).
+   */
+  nc?: NatsConnection;
 }
 
 /** Restart back-off: from half a second, doubling, to at most ten seconds between tries. */
@@ -40,6 +46,24 @@ const MAX_RETRY_MS = 10_000;
 
 /** Notifications after which the consumer will not deliver again until it is declared anew. */
 const GONE = new Set(['consumer_deleted', 'consumer_not_found', 'stream_not_found']);
+
+/*
+ * JetStream keeps a consumer's waiting pulls on its leader only. When the leader moves (a step-down
+ * in a rolling upgrade, a node lost) they vanish and nobody is told: the new leader has work and no
+ * one asking for it. With the library's defaults (a 30 s pull, a 15 s heartbeat, a new pull after
+ * two missed heartbeats) every loop stood silent for 30-40 s after each leader change, looking up.
+ * Now three things ask the new leader: JetStream's leader-elected advisory (at once), a missed
+ * heartbeat (2-3 s; the library pulls again, and the loop is down meanwhile), and the periodic
+ * check that sees work waiting on the server with no pull for it.
+ */
+/** How long one pull waits on the server; also the library's pause between asking a consumer that does not answer. */
+const PULL_EXPIRES_MS = 5_000;
+/** How often the server says it still holds an idle pull; two missed and the pull counts as gone. */
+const PULL_HEARTBEAT_MS = 1_000;
+/** Missed heartbeats after which the library's own new pull has had its chance, and the loop attaches anew. */
+const REATTACH_AFTER_MISSED = 2 + PULL_EXPIRES_MS / PULL_HEARTBEAT_MS;
+/** Checks in a row that see work waiting on the server and no pull for it before the loop counts as stalled. */
+const STALLED_CHECKS = 2;
 
 /**
  * Runs `handle` for each message of a durable JetStream consumer, at most `concurrency` at once,
@@ -55,6 +79,27 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   let stopping = false;
   let current: ConsumerMessages | null = null;
   let wakeRetry: (() => void) | null = null;
+  const hasRoom = () => inFlight.size < concurrency;
+
+  // Up and down in the registry, with one warning per change, never one per message or check.
+  let up = false;
+  let everUp = false;
+  let downSince = Date.now();
+  const markUp = () => {
+    if (up) return;
+    up = true;
+    health.up();
+    if (everUp) logger.warn({ stream, durable, downMs: Date.now() - downSince }, 'consume loop taking work again');
+    everUp = true;
+  };
+  const markDown = (reason: string) => {
+    if (up) {
+      downSince = Date.now();
+      logger.warn({ stream, durable, reason }, 'consume loop not taking work');
+    }
+    up = false;
+    health.down(reason);
+  };
 
   // Waits on a freed place, not on Promise.race over every handler: a loop may hold tens of
   // thousands of messages (the send loops' fair window), and racing them all per message is quadratic.
@@ -73,55 +118,105 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
     inFlight.add(p);
   };
 
-  /** Ends the current attachment so the loop re-attaches (reconnect, vanished consumer). */
-  const restart = (reason: string) => {
+  /**
+   * Ends the current attachment so the loop attaches again. `anew` (the consumer may be gone: a
+   * reconnect, a deletion) pauses with back-off and declares the topology first; `again` (a pull
+   * that went unanswered) attaches at once; `now` (the leader moved) too, and is not a fault.
+   */
+  type Again = { reason: string; how: 'anew' | 'again' | 'now' };
+  let again: Again | null = null;
+  const restart = (reason: string, how: Again['how'] = 'anew') => {
     if (stopping || !current) return;
-    health.down(reason);
+    again = { reason, how };
+    if (how !== 'now') markDown(reason);
     current.stop();
   };
   opts.onReconnect?.(() => {
     restart('NATS reconnected');
     wakeRetry?.();
   });
+  // A loop that holds all it may has no pull out, so a leader change costs it nothing; one with
+  // room has a pull on the old leader, which will never answer. A loop waiting to attach again
+  // tries at once: the consumer has a leader to ask.
+  const elected: Subscription | undefined = opts.nc?.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.${stream}.${durable}`, {
+    callback: (err) => {
+      if (err) return;
+      if (hasRoom()) restart('the consumer has a new leader', 'now');
+      wakeRetry?.();
+    },
+  });
 
   const attach = async (): Promise<ConsumerMessages> => {
     const consumer = await js.consumers.get(stream, durable);
-    const messages = await consumer.consume({ max_messages: opts.pullBatch ?? concurrency, abort_on_missing_resource: true });
+    const messages = await consumer.consume({
+      max_messages: opts.pullBatch ?? concurrency,
+      expires: PULL_EXPIRES_MS,
+      idle_heartbeat: PULL_HEARTBEAT_MS,
+      abort_on_missing_resource: true,
+    });
     void (async () => {
       for await (const s of messages.status()) {
+        if (current !== messages) continue;
         if (GONE.has(s.type)) restart(`the consumer is gone (${s.type})`);
+        // The server holds this pull and is alive: nothing is waiting for anyone.
+        else if (s.type === 'heartbeat' || s.type === 'discard') markUp();
+        else if (s.type === 'heartbeats_missed' && hasRoom()) {
+          // The library pulls again by itself; when that brings no word either, attach anew.
+          if (s.count >= REATTACH_AFTER_MISSED) restart(`no word from JetStream for ${s.count} s, even after pulling again`, 'again');
+          else markDown(`no word from JetStream for ${s.count} s while waiting for work (the consumer's leader moved or was lost?); pulling again`);
+        }
       }
     })().catch(() => {});
     return messages;
   };
 
-  // The library reports a vanished consumer only on its next pull or missed heartbeat; asking the
-  // server now and then bounds how long a deleted consumer goes unnoticed.
+  // The library reports a vanished consumer only on its next pull or missed heartbeat, and a pull
+  // the server forgot not at all while heartbeats come from elsewhere: asking the server now and
+  // then bounds how long either goes unnoticed. Work waiting on the server while no pull of any
+  // process waits for it, seen twice in a row while this loop has room, is a stall.
+  let jsm: Promise<JetStreamManager> | null = null;
+  let waitingForNobody = 0;
+  let unanswered = 0;
   const watch = setInterval(() => {
     if (!current || stopping) return;
     const attached = current;
-    js.consumers
-      .get(stream, durable)
-      .then((c) => c.info(false))
-      .catch((err: unknown) => {
-        if (current === attached && /not found/i.test(String((err as Error)?.message))) restart('the consumer is gone from the server');
-      });
+    jsm ??= js.jetstreamManager(false);
+    jsm
+      .then((m) => m.consumers.info(stream, durable))
+      .then(
+        (info) => {
+          if (current !== attached) return;
+          unanswered = 0;
+          waitingForNobody = info.num_pending > 0 && info.num_waiting === 0 && hasRoom() ? waitingForNobody + 1 : 0;
+          if (waitingForNobody < STALLED_CHECKS) return;
+          waitingForNobody = 0;
+          restart(`${info.num_pending} messages wait on the server and no pull waits for them`, 'again');
+        },
+        (err: unknown) => {
+          if (current !== attached) return;
+          const message = String((err as Error)?.message);
+          if (/not found/i.test(message)) restart('the consumer is gone from the server');
+          // No leader (an election), or JetStream away: nothing comes while it lasts.
+          else if (++unanswered >= STALLED_CHECKS && hasRoom()) markDown(`JetStream does not answer for the consumer: ${message}`);
+        },
+      );
   }, opts.watchEveryMs ?? 5_000);
   watch.unref();
 
-  let first = true;
   let firstAttempt!: () => void;
   const firstAttemptDone = new Promise<void>((r) => (firstAttempt = r));
   const loop = (async () => {
     let retryMs = FIRST_RETRY_MS;
+    let redeclareFirst = false;
     while (!stopping) {
       let reason: string;
       try {
-        if (!first) await redeclare();
+        if (redeclareFirst) await redeclare();
+        again = null;
         current = await attach();
-        health.up();
-        if (!first) logger.warn({ stream, durable }, 'consume loop running again');
-        first = false;
+        waitingForNobody = 0;
+        unanswered = 0;
+        markUp();
         firstAttempt();
         retryMs = FIRST_RETRY_MS;
         for await (const m of current) {
@@ -129,16 +224,27 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
             m.nak();
             continue;
           }
+          markUp();
           await run(m);
         }
         reason = 'the consumer stopped delivering';
       } catch (err) {
         reason = (err as Error)?.message ?? String(err);
       }
-      first = false;
+      current = null;
+      // Set by restart() while the loop ran; TypeScript cannot see that.
+      const asked = again as Again | null;
+      again = null;
       firstAttempt();
       if (stopping) break;
-      health.down(reason);
+      if (asked && asked.how !== 'anew') {
+        if (asked.how === 'now') logger.info({ stream, durable }, 'consume loop pulling from the consumer\'s new leader');
+        redeclareFirst = false;
+        continue;
+      }
+      reason = asked?.reason ?? reason;
+      redeclareFirst = true;
+      markDown(reason);
       logger.warn({ stream, durable, reason, retryInMs: retryMs }, 'consume loop stopped; restarting');
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, retryMs);
@@ -159,6 +265,7 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
     async stop(timeoutMs) {
       stopping = true;
       clearInterval(watch);
+      elected?.unsubscribe();
       current?.stop();
       wakeRetry?.();
       await Promise.race([Promise.allSettled([loop, ...inFlight]), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
