@@ -20,10 +20,15 @@ export { ProviderPacer, type Pace } from './scheduling/provider-pacer.ts';
 export { consumeWorkQueue, type WorkQueueConsumer, type WorkQueueOptions } from './nats/work-queue.ts';
 export { registerLoop, downLoops, allLoops, consumerUp, type LoopHealth, type LoopState } from './nats/loop-health.ts';
 
-export { startSweeper, purgeLapsedSuppressions, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, type SweepJob, type Sweeper } from './sweeper.ts';
+export { startJobs, runJob, type RunningJobs } from './jobs/scheduler.ts';
+export type { Job } from './jobs/job.ts';
+export {
+  JOB_EVERY_MS, workerJobs, callbacksJobs, requeueOverdueDeliveries, requeueOverdueCallbacks, purgeExpiredIdempotencyKeys, purgeLapsedSuppressions, collectUnusedMedia, removeExpiredRecords,
+  keepStatisticsFresh, type JobName,
+} from './jobs/catalogue.ts';
 export { readBacklogAge, measureBacklogIn, type BacklogAge, type BacklogKind } from './backlog.ts';
 export {
-  httpDuration, deliveriesAccepted, attemptsTotal, suppressedSends, suppressionReports, callbackPosts, callbacksDeferred, feedStamped, sweeperRequeued, mediaCollected, retentionRemoved, retentionBatches, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
+  httpDuration, deliveriesAccepted, attemptsTotal, suppressedSends, suppressionReports, callbackPosts, callbacksDeferred, feedStamped, jobLastRun, jobDuration, jobFailures, sweeperRequeued, mediaCollected, retentionRemoved, retentionBatches, sendWaiting, providerPace, providerPaceWaiting, providerUp, devicesRemoved, webhookRequests,
 } from './metrics.ts';
 
 export { stampBatch, stampClient } from './store/feed.ts';
@@ -39,10 +44,10 @@ export { hashSecret, verifySecret } from './secrets/password-hash.ts';
 export { SecretBox, deriveKey } from './secrets/secret-box.ts';
 export { resolveMasterKey } from './secrets/master-key.ts';
 export { DirectoryMediaStore } from './media/directory-store.ts';
-export { collectIfUnused, collectUnusedMedia, recordMediaPuts } from './media/media-collector.ts';
+export { collectIfUnused, collectUnusedMediaPass, recordMediaPuts } from './media/media-collector.ts';
 export { answerChildren, askSupervisor } from './supervisor-ipc.ts';
-export { keepStatisticsFresh, refreshStatistics, staleTables, GROWING_TABLES } from './db/table-statistics.ts';
-export { removeExpiredRecords, retentionRound, RETENTION_TABLES, type RetentionOptions, type RetentionRoundResult, type RetentionTable } from './retention/retention-job.ts';
+export { refreshStatistics, staleTables, GROWING_TABLES } from './db/table-statistics.ts';
+export { retentionRound, RETENTION_TABLES, type RetentionOptions, type RetentionRoundResult, type RetentionTable } from './retention/retention-job.ts';
 export { S3MediaStore, S3MediaStoreError, MediaNotFoundError, type S3MediaStoreOptions } from './media/s3-store.ts';
 export { pinnedDispatcher, closeOutboundConnections } from './outbound/pinned-dispatcher.ts';
 export { allVariables, VARIABLES } from './config/variables.ts';

@@ -101,6 +101,30 @@ export const retentionBatches = new Counter({
   registers: [metricsRegistry],
 });
 
+export const jobLastRun = new Gauge({
+  name: 'ens_job_last_run_timestamp_seconds',
+  help: 'When a periodic job last ended a pass (succeeded or failed), in Unix seconds',
+  labelNames: ['job'],
+  registers: [metricsRegistry],
+  // Several processes may run a job: the most recent pass of any of them.
+  aggregator: 'max',
+});
+
+export const jobDuration = new Histogram({
+  name: 'ens_job_duration_seconds',
+  help: 'How long the passes of a periodic job take',
+  labelNames: ['job'],
+  buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 15, 60, 300],
+  registers: [metricsRegistry],
+});
+
+export const jobFailures = new Counter({
+  name: 'ens_job_failures_total',
+  help: 'Passes of a periodic job that failed (each is logged as a warning; the next pass tries again)',
+  labelNames: ['job'],
+  registers: [metricsRegistry],
+});
+
 export const sweeperRequeued = new Counter({
   name: 'ens_sweeper_requeued_total',
   help: 'Deliveries and callbacks re-enqueued because their wake-up was lost',

@@ -3,15 +3,10 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { CallbackStore, DeliveryStore, metricsRegistry } from '@ens/core';
 import {
-  purgeExpiredIdempotencyKeys, requeueOverdueCallbacks, requeueOverdueDeliveries, startSweeper, type Db, type SweepJob,
+  purgeExpiredIdempotencyKeys, requeueOverdueCallbacks, requeueOverdueDeliveries, startJobs, type Db,
 } from '@ens/core/internal';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Waits for a condition rather than a fixed time: a loaded machine delays timers, not outcomes. */
-async function until(cond: () => boolean, timeoutMs = 10_000): Promise<boolean> {
-  for (const end = Date.now() + timeoutMs; !cond() && Date.now() < end; ) await pause(10);
-  return cond();
-}
 
 /** A logger that keeps the warnings it is given. */
 function recordingLogger() {
@@ -30,36 +25,6 @@ async function requeued(kind: string): Promise<number> {
   const m = (await metricsRegistry.getSingleMetric('ens_sweeper_requeued_total')!.get()).values.find((v) => v.labels.kind === kind);
   return m?.value ?? 0;
 }
-
-t.test('each job runs at once and then on its own interval; stop ends them', async (t) => {
-  const { logger } = recordingLogger();
-  const runs = { fast: 0, slow: 0 };
-  const job = (name: 'fast' | 'slow', everyMs: number): SweepJob => ({ name, everyMs, failureMessage: `${name} failed`, run: async () => void runs[name]++ });
-  const sweeper = startSweeper([job('fast', 20), job('slow', 60_000)], logger);
-  t.ok(await until(() => runs.fast >= 3), `the fast job ran at the start and on every turn (${runs.fast})`);
-  sweeper.stop();
-  t.equal(runs.slow, 1, 'the slow job ran once, at the start');
-  const after = runs.fast;
-  await pause(60);
-  t.equal(runs.fast, after, 'no pass after stop');
-});
-
-t.test('a job that fails is logged with its own warning and stops neither itself nor the others', async (t) => {
-  const { logger, warnings } = recordingLogger();
-  let broken = 0;
-  let healthy = 0;
-  const sweeper = startSweeper(
-    [
-      { name: 'broken', everyMs: 20, failureMessage: 'broken job failed', run: async () => { broken++; throw new Error('database is away'); } },
-      { name: 'healthy', everyMs: 20, failureMessage: 'healthy job failed', run: async () => void healthy++ },
-    ],
-    logger,
-  );
-  t.ok(await until(() => broken >= 3 && healthy >= 3), 'the failing job is tried again, and the other keeps running');
-  sweeper.stop();
-  t.ok(warnings.length >= 3);
-  t.ok(warnings.every((w) => w.job === 'broken' && w.msg === 'broken job failed'));
-});
 
 t.test('overdue deliveries are woken on their channel queue and counted', async (t) => {
   const { logger } = recordingLogger();
@@ -117,8 +82,8 @@ t.test('the purge runs while the overdue-deliveries job cannot reach the databas
   let purged = 0;
   const deliveries = { takeOverdue: async () => { throw new Error('connection refused'); } } as unknown as DeliveryStore;
   const db = { query: async () => { purged++; return { rowCount: 0 }; } } as unknown as Db;
-  const sweeper = startSweeper([requeueOverdueDeliveries({ deliveries, logger }, 1000), purgeExpiredIdempotencyKeys({ db }, 1000)], logger);
+  const jobs = startJobs([requeueOverdueDeliveries({ deliveries, logger }, 1000), purgeExpiredIdempotencyKeys({ db }, 1000)], logger);
   await pause(20);
-  sweeper.stop();
+  await jobs.stop();
   t.equal(purged, 1);
 });

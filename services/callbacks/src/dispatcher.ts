@@ -1,8 +1,8 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { callbackLeaseMs, decideCallbackRetry, type ClientRow, type Runtime } from '@ens/core';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, callbacksDeferred, ClientDirectory, closeOutboundConnections, consumeWorkQueue, endCallbackPostSpan, parseCallbackWakeup, requeueOverdueCallbacks,
-  startCallbackPostSpan, startSweeper, traceparentOf, type CallbackClaim, type ClaimedCallback, type PostResult,
+  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, callbacksDeferred, callbacksJobs, ClientDirectory, closeOutboundConnections, consumeWorkQueue, endCallbackPostSpan, parseCallbackWakeup,
+  startCallbackPostSpan, startJobs, traceparentOf, type CallbackClaim, type ClaimedCallback, type PostResult,
 } from '@ens/core/internal';
 import { postCallback } from './delivery/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
@@ -175,11 +175,12 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   // not fill what the role holds and keep other clients' wake-ups unread.
   const deferring = setInterval(() => slots.deferParked(), DEFER_CHECK_MS);
   deferring.unref();
-  const sweeper = startSweeper([requeueOverdueCallbacks(rt, rt.config.sweepGraceMs)], rt.logger);
+  // The callback sweep (core's jobs/catalogue.ts).
+  const jobs = startJobs(callbacksJobs(rt), rt.logger);
   return {
     async stop() {
       clearInterval(deferring);
-      sweeper.stop();
+      void jobs.stop();
       // Posts under way finish; held wake-ups that have not started go back to the queue.
       slots.close();
       await consumer.stop(rt.config.callbackTimeoutMs + 1000);

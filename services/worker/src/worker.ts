@@ -1,7 +1,6 @@
 import { CHANNELS, checkOutboundUrl, guardedFetch, reportForDelivery, sendTimeoutMs, type Channel, type Runtime } from '@ens/core';
 import {
-  collectUnusedMedia, consumeWorkQueue, keepStatisticsFresh, ProviderPacer, purgeExpiredIdempotencyKeys, removeExpiredRecords, requeueOverdueDeliveries, SchedulingPolicy, SEND_LANES, SEND_STREAM, sendConsumer, sendWaiting,
-  startSweeper, purgeLapsedSuppressions, suppressionReports, type Pace,
+  consumeWorkQueue, ProviderPacer, SchedulingPolicy, SEND_LANES, SEND_STREAM, sendConsumer, sendWaiting, startJobs, suppressionReports, workerJobs, type Pace,
 } from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
@@ -141,16 +140,15 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
     ),
   );
 
-  const sweeper = startSweeper([
-    requeueOverdueDeliveries(rt, rt.config.sweepGraceMs), purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs), collectUnusedMedia(rt, rt.config.mediaGraceMs),
-    removeExpiredRecords(rt, { retentionMs: rt.config.retentionMs }), keepStatisticsFresh(rt), purgeLapsedSuppressions(rt),
-  ], rt.logger);
+  // The delivery sweep and the keeping of the record (core's jobs/catalogue.ts).
+  const jobs = startJobs(workerJobs(rt), rt.logger);
 
   return {
     providers,
     chains,
     async stop() {
-      sweeper.stop();
+      // A pass under way finishes on its own; stopping does not wait for it.
+      void jobs.stop();
       clearInterval(gauges);
       // Sends under way finish; held wake-ups that have not started go back to the queue.
       for (const s of sends) s.close();

@@ -1,5 +1,3 @@
-import type { Logger } from 'pino';
-import type { SweepJob } from '../sweeper.ts';
 import type { Db } from './pool.ts';
 
 /*
@@ -25,7 +23,6 @@ export const GROWING_TABLES = ['deliveries', 'attempts', 'handoffs', 'callbacks'
 const MIN_ROWS = 1_000;
 /** Live rows beyond this multiple of the analysed count make the statistics stale. */
 const GROWTH = 2;
-const EVERY_MS = 5_000;
 /** One process analyses at a time; the others skip the round. */
 const LOCK = 7466010;
 
@@ -69,17 +66,4 @@ export async function refreshStatistics(db: Db): Promise<string[]> {
   } finally {
     c.release();
   }
-}
-
-/** The sweeper job that keeps the growing tables' statistics true to their size. */
-export function keepStatisticsFresh(deps: { db: Db; logger: Logger }): SweepJob {
-  return {
-    name: 'table-statistics',
-    everyMs: EVERY_MS,
-    failureMessage: 'refreshing table statistics failed; will try again',
-    async run() {
-      const analysed = await refreshStatistics(deps.db);
-      if (analysed.length > 0) deps.logger.debug({ analysed }, 'table statistics refreshed');
-    },
-  };
 }

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { inTransaction, type Db } from '../db/pool.ts';
 import { mediaCollected } from '../metrics.ts';
-import type { SweepJob } from '../sweeper.ts';
 import type { MediaStore } from './media-store.ts';
 
 /*
@@ -55,30 +54,22 @@ export async function collectIfUnused(db: Db, media: MediaStore, key: string, mo
   });
 }
 
-/** How often the collector walks the store. */
-const COLLECT_EVERY_MS = 600_000;
-
 /**
- * The sweeper's job that removes media objects no pending delivery uses, `graceMs`
- * (ENS_MEDIA_GRACE) after they were last written: images of deliveries that have ended, and those
- * of requests that were refused or never committed.
+ * One pass of the collector (the media-collect job, jobs/catalogue.ts): removes the media objects
+ * no pending delivery uses, `graceMs` (ENS_MEDIA_GRACE) after they were last written: images of
+ * deliveries that have ended, and those of requests that were refused or never committed. Returns
+ * how many it removed.
  */
-export function collectUnusedMedia(deps: { db: Db; media: MediaStore; logger: Logger }, graceMs: number, everyMs = COLLECT_EVERY_MS): SweepJob {
-  return {
-    name: 'media-collect',
-    everyMs,
-    failureMessage: 'media collection failed; will try again',
-    async run() {
-      const cutoff = Date.now() - graceMs;
-      let removed = 0;
-      for await (const o of deps.media.list()) {
-        if (o.modifiedAt.getTime() > cutoff) continue;
-        if (await collectIfUnused(deps.db, deps.media, o.key, o.modifiedAt, graceMs)) removed++;
-      }
-      if (removed > 0) {
-        mediaCollected.inc(removed);
-        deps.logger.info({ removed }, 'removed media objects no pending delivery uses');
-      }
-    },
-  };
+export async function collectUnusedMediaPass(deps: { db: Db; media: MediaStore; logger: Logger }, graceMs: number): Promise<number> {
+  const cutoff = Date.now() - graceMs;
+  let removed = 0;
+  for await (const o of deps.media.list()) {
+    if (o.modifiedAt.getTime() > cutoff) continue;
+    if (await collectIfUnused(deps.db, deps.media, o.key, o.modifiedAt, graceMs)) removed++;
+  }
+  if (removed > 0) {
+    mediaCollected.inc(removed);
+    deps.logger.info({ removed }, 'removed media objects no pending delivery uses');
+  }
+  return removed;
 }

@@ -2,7 +2,6 @@ import { EnsError } from '@ens/plugin-sdk';
 import type { Logger } from 'pino';
 import type { Db, DbClient } from '../db/pool.ts';
 import { retentionBatches, retentionRemoved } from '../metrics.ts';
-import type { SweepJob } from '../sweeper.ts';
 
 /*
  * ENS_RETENTION: how long the record of a handoff is kept. The sweeper removes whole handoffs
@@ -46,8 +45,6 @@ export interface RetentionRoundResult {
 
 const DEFAULT_BATCH = 1000;
 const DEFAULT_MAX_ROUND_MS = 60_000;
-/** How often the sweeper starts a round. */
-const RETENTION_EVERY_MS = 300_000;
 /** A batch waits this long at most for a row lock; a busy row is left for the next round. */
 const LOCK_TIMEOUT_MS = 2_000;
 const STATEMENT_TIMEOUT_MS = 30_000;
@@ -214,27 +211,4 @@ export async function retentionRound(deps: { db: Db; logger: Logger }, opts: Ret
   const level = removed.handoffs + removed.idempotency_keys > 0 ? 'info' : 'debug';
   deps.logger[level]({ batches, removed, ms: result.ms, done }, 'retention round');
   return result;
-}
-
-/**
- * The sweeper's job that keeps the record for ENS_RETENTION (see retentionRound). A pass that
- * finds the previous one still running does nothing, so a long catch-up never runs twice at once
- * in one process; several processes split the work (a batch skips handoffs another one holds).
- */
-export function removeExpiredRecords(deps: { db: Db; logger: Logger }, opts: RetentionOptions & { everyMs?: number }): SweepJob {
-  let running = false;
-  return {
-    name: 'retention',
-    everyMs: opts.everyMs ?? RETENTION_EVERY_MS,
-    failureMessage: 'removing records past ENS_RETENTION failed; will try again',
-    async run() {
-      if (running) return;
-      running = true;
-      try {
-        await retentionRound(deps, opts);
-      } finally {
-        running = false;
-      }
-    },
-  };
 }

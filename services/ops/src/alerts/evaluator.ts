@@ -1,8 +1,7 @@
 import { type Runtime } from '@ens/core';
-import { inTransaction } from '@ens/core/internal';
+import { inTransaction, JOB_EVERY_MS, startJobs } from '@ens/core/internal';
 import { postAlertWebhook, sendAlertEmail, type AlertNotice } from './notify.ts';
 
-const INTERVAL_MS = 30_000;
 /** A destination that keeps failing is tried this many times per firing, one try per evaluation. */
 const MAX_NOTIFY_ATTEMPTS = 5;
 
@@ -111,26 +110,22 @@ async function notifyPending(rt: Runtime): Promise<string[]> {
   return done;
 }
 
-/** Evaluates the alert rules every 30 s until stopped. */
+/**
+ * Evaluates the alert rules every 30 s until stopped: the alert-evaluation job (declared with its
+ * interval in core's jobs/catalogue.ts), run by the jobs scheduler. A round slower than the interval
+ * is not overlapped by the next one.
+ */
 export function startAlertEvaluator(rt: Runtime, opts: { intervalMs?: number } = {}): { stop(): Promise<void>; runOnce(): Promise<EvaluationResult> } {
-  let running: Promise<unknown> | null = null;
-  let stopped = false;
-  const timer = setInterval(() => {
-    // A round slower than the interval is not overlapped by the next one.
-    if (stopped || running) return;
-    running = evaluateAlerts(rt)
-      .catch((err: unknown) => rt.logger.warn({ err }, 'alert evaluation failed'))
-      .finally(() => {
-        running = null;
-      });
-  }, opts.intervalMs ?? INTERVAL_MS);
-  timer.unref();
+  const jobs = startJobs([{
+    name: 'alert-evaluation',
+    everyMs: opts.intervalMs ?? JOB_EVERY_MS['alert-evaluation'],
+    failureMessage: 'alert evaluation failed',
+    firstPass: 'after-interval',
+    oneAtATime: true,
+    run: async () => void (await evaluateAlerts(rt)),
+  }], rt.logger);
   return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
+    stop: () => jobs.stop(),
     runOnce: () => evaluateAlerts(rt),
   };
 }
