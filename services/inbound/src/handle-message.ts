@@ -62,7 +62,7 @@ export async function handleMessage(rt: Runtime, rules: RecipientRules, to: Inbo
     const status = readDeliveryStatus(report.status);
     if (!status) return MALFORMED('no recipient block with an Action and a Status (RFC 3464)');
     const bounce = bounceOf(status);
-    if (!bounce) return refuse('not_actionable', 550, '5.7.1 The report says the message was delivered, relayed or expanded: nothing to record');
+    if (!bounce) return refuse('not_actionable', 550, '5.7.1 The report says the message was delayed, delivered, relayed or expanded: nothing to record');
     const r = await reportForDelivery(rt, { deliveryId: to.deliveryId }, { kind: bounce.kind, source: 'bounce_mail', provider: 'smtp', detail: bounce.detail, at });
     return recorded(r, bounce.kind, 'bounce_mail');
   }

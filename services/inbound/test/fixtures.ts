@@ -132,7 +132,7 @@ ${original(p)}
 --JAA13167.773673707/CS.UTK.EDU--
 `;
 
-/** RFC 3464 C.3: a delay warning (Action delayed, Will-Retry-Until): a soft bounce. */
+/** RFC 3464 C.3: a delay warning (Action delayed, Will-Retry-Until): not a bounce. */
 export const rfc3464Delayed = (p: Parties) => `Date: Thu, 7 Jul 1994 17:15:49 -0400
 From: Mail Delivery Subsystem <MAILER-DAEMON@CS.UTK.EDU>
 Message-Id: <199407072115.RAA14082@CS.UTK.EDU>

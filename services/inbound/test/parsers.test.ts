@@ -39,7 +39,7 @@ t.test('delivery status: the worst recipient block decides', async (t) => {
   };
   t.equal(verdict('Final-Recipient: rfc822; a@b.example\nAction: failed\nStatus: 5.1.1'), 'hard_bounce');
   t.equal(verdict('Final-Recipient: rfc822; a@b.example\nAction: failed\nStatus: 4.4.7'), 'soft_bounce', 'failed after giving up on 4.x.x: soft');
-  t.equal(verdict('Final-Recipient: rfc822; a@b.example\nAction: delayed\nStatus: 4.2.2'), 'soft_bounce');
+  t.equal(verdict('Final-Recipient: rfc822; a@b.example\nAction: delayed\nStatus: 4.2.2'), 'none', 'a delay warning: the message may still arrive');
   t.equal(verdict('Final-Recipient: rfc822; a@b.example\nAction: delayed\nStatus: 4.0.0', 'Final-Recipient: rfc822; c@b.example\nAction: failed\nStatus: 5.2.1'), 'hard_bounce');
   t.equal(verdict('Final-Recipient: rfc822; a@b.example\nAction: delivered\nStatus: 2.0.0'), 'none', 'a success notice');
   t.equal(verdict('Final-Recipient: rfc822; a@b.example\nAction: FAILED (really)\nStatus: 5.1.1 (user unknown)'), 'hard_bounce', 'case and comments');

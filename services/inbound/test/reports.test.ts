@@ -28,7 +28,6 @@ t.test('delivery status notifications become bounces of their delivery; the deli
   const cases: [string, (p: Parties) => string, 'hard_bounce' | 'soft_bounce', RegExp][] = [
     ['RFC 3464 C.1 simple DSN (failed 4.0.0 after five days)', rfc3464Simple, 'soft_bounce', /^failed 4\.0\.0 for .*: smtp; 426 connection timed out \(Reporting-MTA dns; cs\.utk\.edu\)$/],
     ['RFC 3464 C.2 multi-recipient DSN (5.0.0 with a comment, folded diagnostic)', rfc3464MultiRecipient, 'hard_bounce', /^failed 5\.0\.0 for .*: smtp; 550 '.*' is not a registered gateway user/],
-    ['RFC 3464 C.3 delayed DSN', rfc3464Delayed, 'soft_bounce', /^delayed 4\.0\.0 /],
     ["Postfix's unknown local user", postfixUnknownUser, 'hard_bounce', /^failed 5\.1\.1 for .*: X-Postfix; unknown user: "nosuchuser"/],
     ["Gmail's address not found", gmailNoSuchUser, 'hard_bounce', /^failed 5\.1\.1 .*550-5\.1\.1 The email account that you tried to reach does not exist.*NoSuchUser/],
     ["Microsoft 365's recipient not found", microsoftRecipientNotFound, 'hard_bounce', /^failed 5\.1\.10 .*RESOLVER\.ADR\.RecipientNotFound/],
@@ -49,6 +48,15 @@ t.test('delivery status notifications become bounces of their delivery; the deli
     t.ok(row.bounced_at instanceof Date, `${name}: bounced_at is set`);
     t.equal(row.complained_at, null);
   }
+});
+
+t.test('a delay warning (RFC 3464 C.3, Action delayed) is not a bounce: refused, nothing recorded', async (t) => {
+  const d = await fresh();
+  const r = await deliver(d.returnPath, rfc3464Delayed(parties(d)));
+  t.equal(r.data?.code, 550, `refused after DATA (${r.data?.text})`);
+  t.match(r.data?.text, /delayed/);
+  t.same(await entryFor(d), [], 'no entry');
+  t.equal((await ib.row(d.id)).bounced_at, null, 'the delivery is not marked');
 });
 
 t.test('a report whose words hold control characters (a NUL) is recorded with them blanked', async (t) => {

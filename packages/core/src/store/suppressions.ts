@@ -68,7 +68,12 @@ const COLUMNS = `tenant, channel, address, scope, reason, source, provider, deli
 /** The evidence kept with an entry is bounded: a whole bounce message is not evidence. */
 const MAX_DETAIL = 1000;
 
-const clip = (s: string | null | undefined): string | null => (s == null ? null : s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL - 1)}…` : s);
+/** Evidence is bounded, and control characters (a NUL, which PostgreSQL's text refuses) are blanked, whoever reported it. */
+const clip = (raw: string | null | undefined): string | null => {
+  if (raw == null) return null;
+  const s = raw.replace(/[\u0000-\u001f\u007f]/g, ' ');
+  return s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL - 1)}…` : s;
+};
 
 /*
  * One upsert for every way an entry is written. A newer report replaces the older entry's reason

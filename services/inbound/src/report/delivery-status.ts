@@ -76,12 +76,14 @@ export function readDeliveryStatus(text: string): DeliveryStatus | null {
  * report to it is about that delivery's recipient; several recipient blocks come from an address
  * the remote side expanded, and the worst of them counts):
  *   - Action failed with a 5.x.x status: a hard bounce (the remote side will not take it);
- *   - Action failed with 4.x.x (an MTA that gave up retrying) or Action delayed: a soft bounce;
- *   - delivered, relayed, expanded (a success notice): nothing; null.
+ *   - Action failed with 4.x.x (an MTA that gave up retrying): a soft bounce;
+ *   - delayed (a warning: the MTA is still trying, and the message may yet arrive), delivered,
+ *     relayed, expanded: nothing; null. Suppressing on a delay warning would hold back the next
+ *     message to a mailbox that is only slow today.
  */
 export function bounceOf(report: DeliveryStatus): Bounce | null {
   const hard = report.recipients.find((r) => r.action === 'failed' && r.status.startsWith('5.'));
-  const soft = report.recipients.find((r) => (r.action === 'failed' && r.status.startsWith('4.')) || r.action === 'delayed');
+  const soft = report.recipients.find((r) => r.action === 'failed' && r.status.startsWith('4.'));
   const r = hard ?? soft;
   if (!r) return null;
   const said = r.diagnosticCode ? `: ${r.diagnosticCode}` : '';
