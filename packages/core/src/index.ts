@@ -7,7 +7,7 @@
  * consume loops, wake-ups, the sweeper, metric counters, secrets) is `@ens/core/internal`: it may
  * change with any release and is not for plugins or embedders.
  */
-export { loadConfig, ConfigError, MASTER_KEY_MISMATCH, type Config, type OpsConfig } from './config.ts';
+export { loadConfig, ConfigError, MASTER_KEY_MISMATCH, type Config, type OpsConfig } from './config/load.ts';
 export { HttpError, Errors, isHttpError, type HttpErrorOptions, type FieldError } from './errors.ts';
 export { EnsError, OperatorError, isOperatorError } from '@ens/plugin-sdk';
 export { openRuntime, createLogger, poolSizes, type Runtime } from './runtime.ts';

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { pino, type Logger } from 'pino';
-import { ConfigError, type Config } from './config.ts';
+import { ConfigError, type Config } from './config/load.ts';
 import { createAsyncCommitPool, createPool, type Db } from './db/pool.ts';
 import { DirectoryMediaStore } from './media/directory-store.ts';
 import type { MediaStore } from './media/media-store.ts';

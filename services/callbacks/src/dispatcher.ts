@@ -4,8 +4,8 @@ import {
   CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, callbacksDeferred, callbacksJobs, ClientDirectory, closeOutboundConnections, consumeWorkQueue, endCallbackPostSpan, parseCallbackWakeup,
   startCallbackPostSpan, startJobs, traceparentOf, type CallbackClaim, type ClaimedCallback, type PostResult,
 } from '@ens/core/internal';
-import { postCallback } from './delivery/poster.ts';
-import { ensSignature, standardWebhookHeaders } from './delivery/signature.ts';
+import { postCallback } from './post/poster.ts';
+import { ensSignature, standardWebhookHeaders } from './post/signature.ts';
 import { PostDeferred, PostSlots, SlotsClosedError, type ReceiverTimer } from './post-slots.ts';
 
 /** Posts in flight at once. */

@@ -1,3 +1,3 @@
 export { startCallbacks, type CallbacksRole } from './dispatcher.ts';
-export { ensSignature, verifyEnsSignature, standardWebhookHeaders } from './delivery/signature.ts';
-export { postCallback } from './delivery/poster.ts';
+export { ensSignature, verifyEnsSignature, standardWebhookHeaders } from './post/signature.ts';
+export { postCallback } from './post/poster.ts';

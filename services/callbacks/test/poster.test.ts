@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { MockAgent } from 'undici';
 import { closeOutboundConnections } from '@ens/core/internal';
-import { postCallback } from '../src/delivery/poster.ts';
+import { postCallback } from '../src/post/poster.ts';
 import type { LookupAll } from '@ens/core';
 
 t.teardown(closeOutboundConnections);

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import t from 'tap';
-import { ensSignature, standardWebhookHeaders, verifyEnsSignature } from '../src/delivery/signature.ts';
+import { ensSignature, standardWebhookHeaders, verifyEnsSignature } from '../src/post/signature.ts';
 
 // Expected values below were computed outside this code base:
 //   printf '%s' "$BODY" | openssl dgst -sha256 -hmac "$SECRET"

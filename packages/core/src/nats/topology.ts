@@ -1,6 +1,6 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config/config-error.ts';
 import { CHANNELS, type Channel } from '../schemas/channel.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { diag, DiagLogLevel, trace, type DiagLogger } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/load.ts';
 import { setTracingOn } from './switch.ts';
 
 export interface Tracing {

@@ -1,5 +1,5 @@
-import { ConfigError } from './config/config-error.ts';
-import { readVariables, VARIABLES, type Values } from './config/variables.ts';
+import { ConfigError } from './config-error.ts';
+import { readVariables, VARIABLES, type Values } from './variables.ts';
 
 export { ConfigError };
 
@@ -21,7 +21,7 @@ export type OpsConfig = Omit<Read['ops'], 'issuer' | 'clientId' | 'clientSecret'
 
 /**
  * The configuration every process reads once at start-up: each field is one variable declared in
- * config/variables.ts (its meaning is there), except the three composed from several.
+ * variables.ts (its meaning is there), except the three composed from several.
  */
 export type Config = Omit<Read, 'media' | 'ops' | 'publicUrl'> & {
   readonly media: MediaConfig;
