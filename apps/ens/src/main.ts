@@ -7,7 +7,7 @@ import { UsageError } from './output.ts';
 
 const HELP = `ens — the ENS operator command
 
-  ens serve [--roles api,worker,callbacks,feed]   run the service (all roles by default)
+  ens serve [--roles api,worker,callbacks,feed,inbound]   run the service (all roles by default)
   ens migrate                                     apply database migrations
   ens clients create --name NAME [--callback-secret]
   ens clients list
