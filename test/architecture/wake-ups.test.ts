@@ -7,7 +7,7 @@ import { root, sourceFiles, workspaces } from './workspace-graph.ts';
 /**
  * Every transition goes through one door in core, which publishes the next stage's wake-up itself
  * after its own commit (DESIGN.md; issue 24): accepting (lifecycle/accept.ts), the delivery and
- * callback stores' transitions, recipient reports (lifecycle/recipient-reports.ts). So no file of
+ * callback stores' transitions, recipient reports (the suppression store). So no file of
  * a role or of the app imports the publishers (wakeSenders, wakeFeed, wakeCallbacks) or publishes
  * to NATS itself: a caller that had to remember a wake-up is how the alert emails came to wake
  * their sender but not the feed.

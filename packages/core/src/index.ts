@@ -37,7 +37,6 @@ export { nextRetryDelay, decideSendRetry, decideCallbackRetry, sendTimeoutMs, ca
 export { SchedulingStore, MAX_SEND_WEIGHT, parseSendWeight, parsePriorityEventTypes, type ClientSchedule, type Parsed } from './store/scheduling.ts';
 export { acceptHandoff, refuseBeforeStoring, type AcceptInput, type AcceptOutcome } from './store/accept.ts';
 export { accept, type AcceptDeps, type AcceptDraft, type Accepted, type HandoffToAccept, type Prepared } from './lifecycle/accept.ts';
-export { reportForDelivery } from './lifecycle/recipient-reports.ts';
 export { readFeed } from './store/feed.ts';
 export { ClientStore, type ClientRow, type IssuedClient } from './store/clients.ts';
 export { TenantStore } from './store/tenants.ts';

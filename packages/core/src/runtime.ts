@@ -134,7 +134,7 @@ export async function openRuntime(
       // The stores publish the next stage's wake-ups themselves, after their own commits.
       deliveries: new DeliveryStore(db, { leases, keyed }, { nc: conn, logger }),
       callbacks: new CallbackStore(db, leases, { nc: conn, logger }),
-      suppressions: new SuppressionStore(db, { softBounceHoldMs: config.consent.softBounceHoldMs }),
+      suppressions: new SuppressionStore(db, { softBounceHoldMs: config.consent.softBounceHoldMs }, { nc: conn, logger }),
       media,
       tokenKey: deriveKey(masterKey, 'access-token'),
       consentKey: deriveKey(masterKey, 'consent-tokens'),

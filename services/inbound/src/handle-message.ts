@@ -1,4 +1,4 @@
-import { reportForDelivery, type Runtime } from '@ens/core';
+import type { Runtime } from '@ens/core';
 import { suppressionReports } from '@ens/core/internal';
 import { deliveryOfQuoted, type InboundRecipient, type RecipientRules } from './recipient.ts';
 import { bounceOf, readDeliveryStatus } from './report/delivery-status.ts';
@@ -16,7 +16,7 @@ import { readReport } from './report/read-report.ts';
  *   - to an unsubscribe mailto: an opt-out of that delivery's event type, whatever the mail says.
  * Everything else is refused with a 5xx and changes nothing. The store marks a bounce or
  * complaint on the delivery (bounced_at, complained_at; its status stays) and suppresses the
- * address; core's reportForDelivery wakes the feed after its commit when the delivery changed.
+ * address; the suppression store wakes the feed after its commit when the delivery changed.
  */
 
 export type Acted = 'hard_bounce' | 'soft_bounce' | 'complaint' | 'opt_out';
@@ -40,8 +40,7 @@ const UNKNOWN = refuse('unknown_delivery', 550, '5.1.1 No such message: the repo
 export async function handleMessage(rt: Runtime, rules: RecipientRules, to: InboundRecipient, raw: Buffer): Promise<Outcome> {
   const at = new Date();
   if (to.kind === 'unsubscribe') {
-    const r = await reportForDelivery(
-      rt,
+    const r = await rt.suppressions.reportForDelivery(
       { deliveryId: to.deliveryId },
       { kind: 'opt_out', source: 'unsubscribe', provider: 'smtp', detail: 'unsubscribe by mail (List-Unsubscribe mailto)', at, scopeToEventType: true },
     );
@@ -63,7 +62,7 @@ export async function handleMessage(rt: Runtime, rules: RecipientRules, to: Inbo
     if (!status) return MALFORMED('no recipient block with an Action and a Status (RFC 3464)');
     const bounce = bounceOf(status);
     if (!bounce) return refuse('not_actionable', 550, '5.7.1 The report says the message was delayed, delivered, relayed or expanded: nothing to record');
-    const r = await reportForDelivery(rt, { deliveryId: to.deliveryId }, { kind: bounce.kind, source: 'bounce_mail', provider: 'smtp', detail: bounce.detail, at });
+    const r = await rt.suppressions.reportForDelivery({ deliveryId: to.deliveryId }, { kind: bounce.kind, source: 'bounce_mail', provider: 'smtp', detail: bounce.detail, at });
     return recorded(r, bounce.kind, 'bounce_mail');
   }
 
@@ -72,7 +71,7 @@ export async function handleMessage(rt: Runtime, rules: RecipientRules, to: Inbo
   if (!COMPLAINT_TYPES.has(fr.feedbackType)) return refuse('not_actionable', 550, `5.7.1 Feedback-Type ${fr.feedbackType} is not a complaint: nothing to record`);
   const deliveryId = to.kind === 'return-path' ? to.deliveryId : quotedDelivery(rules, fr.originalMailFrom, report.original);
   if (!deliveryId) return UNKNOWN;
-  const r = await reportForDelivery(rt, { deliveryId }, { kind: 'complaint', source: 'complaint_mail', provider: 'smtp', detail: fr.detail, at });
+  const r = await rt.suppressions.reportForDelivery({ deliveryId }, { kind: 'complaint', source: 'complaint_mail', provider: 'smtp', detail: fr.detail, at });
   return recorded(r, 'complaint', 'complaint_mail');
 }
 

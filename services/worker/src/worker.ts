@@ -1,4 +1,4 @@
-import { CHANNELS, checkOutboundUrl, guardedFetch, reportForDelivery, sendTimeoutMs, type Channel, type Runtime } from '@ens/core';
+import { CHANNELS, checkOutboundUrl, guardedFetch, sendTimeoutMs, type Channel, type Runtime } from '@ens/core';
 import {
   consumeWorkQueue, ProviderPacer, SchedulingPolicy, SEND_LANES, SEND_STREAM, sendConsumer, sendWaiting, startJobs, suppressionReports, workerJobs, type Pace,
 } from '@ens/core/internal';
@@ -65,11 +65,11 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
         const report = { kind: r.kind, source: 'provider' as const, provider: pluginName, detail: r.detail, at: r.at, scopeToEventType: r.eventTypeOnly === true };
         // As for status reports: the report may overtake the send's record of its message id.
         // Through core's door, which wakes the feed when the report marks the delivery.
-        let res = await reportForDelivery(rt, find, report);
+        let res = await rt.suppressions.reportForDelivery(find, report);
         for (const wait of UNKNOWN_REPORT_RETRY_MS) {
           if (res) break;
           await new Promise((resolve) => setTimeout(resolve, wait));
-          res = await reportForDelivery(rt, find, report);
+          res = await rt.suppressions.reportForDelivery(find, report);
         }
         if (!res) {
           logger.warn({ providerMessageId: r.providerMessageId, kind: r.kind }, 'recipient report for an unknown message');

@@ -1,6 +1,7 @@
 import type { Db, DbClient } from '../db/pool.ts';
 import { inTransaction, isoSql } from '../db/pool.ts';
 import { deliveryAddressSql, normaliseAddress } from '../consent/address.ts';
+import { wakeFeed, type WakeupTarget } from '../nats/wakeups.ts';
 import { Errors } from '../errors.ts';
 import type { Channel } from '../schemas/channel.ts';
 import type { ConsentPolicy, Suppression, SuppressionPage, SuppressionQuery, SuppressionReasonT, SuppressionSourceT } from '../schemas/suppression.ts';
@@ -130,9 +131,14 @@ interface ReportTarget {
  * the send path reads the list inside the claim (see suppressedSql in deliveries.ts).
  */
 export class SuppressionStore {
+  /**
+   * @param wake where the feed's wake-up goes after a report marks a delivery (bounced_at,
+   *   complained_at): the store publishes it itself after its commit, as every store does
+   */
   constructor(
     private readonly db: Db,
     private readonly opts: { softBounceHoldMs: number },
+    private readonly wake: WakeupTarget | null = null,
   ) {}
 
   /** Normalises an input or names what is wrong with it (a 400 at the API). */
@@ -246,9 +252,19 @@ export class SuppressionStore {
    * A report about one delivery (a bounce or complaint by mail or webhook, a refusal, an
    * unsubscribe): suppresses its address and, for a bounce or complaint, marks the delivery, which
    * keeps its terminal status. `scope` '*' unless an unsubscribe names its event type. Returns
-   * null when no such delivery exists (or it was removed by retention).
+   * null when no such delivery exists (or it was removed by retention). Wakes the feed after its
+   * commit when the delivery changed.
    */
   async reportForDelivery(
+    find: { deliveryId: string } | { provider: string; providerMessageId: string },
+    r: { kind: ReportKind; source: SuppressionSourceT; provider?: string | null; detail: string; at: Date; scopeToEventType?: boolean },
+  ): Promise<{ deliveryId: string; clientId: string; entries: number; changed: boolean } | null> {
+    const res = await this.#reportForDelivery(find, r);
+    if (res?.changed && this.wake) wakeFeed(this.wake.nc);
+    return res;
+  }
+
+  #reportForDelivery(
     find: { deliveryId: string } | { provider: string; providerMessageId: string },
     r: { kind: ReportKind; source: SuppressionSourceT; provider?: string | null; detail: string; at: Date; scopeToEventType?: boolean },
   ): Promise<{ deliveryId: string; clientId: string; entries: number; changed: boolean } | null> {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { liveUnsubscribeDelivery, reportForDelivery, type Runtime } from '@ens/core';
+import { liveUnsubscribeDelivery, type Runtime } from '@ens/core';
 import { suppressionReports } from '@ens/core/internal';
 import { AddressRateLimits } from '../limits/rate-limits.ts';
 import { ANY_PATH_ERRORS, errorResponses } from '../openapi/responses.ts';
@@ -147,7 +147,7 @@ export async function unsubscribeRoutes(app: FastifyInstance, rt: Runtime): Prom
         const id = await liveUnsubscribeDelivery(rt.db, rt.consentKey, req.params.token, ttlMs);
         if (id === null) return send(reply, 404, NOT_FOUND);
         // core's door for reports: it wakes the feed itself when the report changed the delivery.
-        const r = await reportForDelivery(rt, { deliveryId: id }, {
+        const r = await rt.suppressions.reportForDelivery({ deliveryId: id }, {
           kind: 'opt_out', source: 'unsubscribe', scopeToEventType: true, detail: 'one-click unsubscribe (RFC 8058)', at: new Date(),
         });
         // Removed by retention between the two statements: the same answer as any dead link.
