@@ -37,6 +37,10 @@ export interface Supervisor {
   stop(): Promise<void>;
 }
 
+/**
+ * One of `ens serve`'s processes stopped before it was ready; its own error is logged above this
+ * one.
+ */
 export class ChildFailedAtStart extends EnsError {
   static override readonly code: string = 'ENS_ERR_PROCESS_START';
   constructor(

@@ -8,8 +8,20 @@ import { EnsError } from './ens-error.ts';
 export type ProviderErrorKind = 'transient' | 'permanent' | 'rate_limited';
 
 const CODES: Record<ProviderErrorKind, string> = {
+  /**
+   * A provider's failure worth retrying (a timeout, a 5xx, an error the plugin did not classify):
+   * retried on ENS_RETRY_BACKOFF.
+   */
   transient: 'ENS_ERR_PROVIDER_TRANSIENT',
+  /**
+   * A provider's refusal for good: the delivery fails at once, and a refusal about the recipient
+   * suppresses the address.
+   */
   permanent: 'ENS_ERR_PROVIDER_PERMANENT',
+  /**
+   * The provider asked ENS to slow down: retried after its hint, or on ENS_RETRY_BACKOFF without
+   * one.
+   */
   rate_limited: 'ENS_ERR_PROVIDER_RATE_LIMITED',
 };
 
@@ -20,6 +32,10 @@ const CODES: Record<ProviderErrorKind, string> = {
  */
 export type RecipientRefusal = 'invalid_recipient' | 'hard_bounce' | 'opt_out';
 
+/**
+ * A send failed, as the plugin classifies it; each kind has its own code
+ * (ENS_ERR_PROVIDER_TRANSIENT, _PERMANENT, _RATE_LIMITED).
+ */
 export class ProviderError extends EnsError {
   static override readonly code: string = 'ENS_ERR_PROVIDER';
   readonly ensErrorKind: ProviderErrorKind;

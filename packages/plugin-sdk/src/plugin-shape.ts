@@ -4,6 +4,9 @@ import { CHANNELS, PUSH_PLATFORMS, SDK_VERSION, type ProviderPlugin } from './co
 import { OperatorError } from './ens-error.ts';
 
 /**
+ * A provider plugin that does not load, or whose settings are wrong: the start stops, naming the
+ * plugin and the field.
+ *
  * The checks ENS's loader makes at start-up and the conformance kit makes for a plugin author:
  * one implementation, so a plugin that passes `ens-plugin-check` is one the loader accepts.
  */

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { Errors } from '@ens/core';
 
 /**
  * Requests Node's HTTP parser refuses before Fastify sees them (headers or a URL over 16 KB,
@@ -11,13 +12,14 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
     socket.destroy();
     return;
   }
-  const [status, detail] =
+  // The codes and details are the registry's; a request that timed out keeps its own status, 408.
+  const [status, e] =
     err.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'The request line and headers are larger than 16 KB; send long values in the body.']
+      ? [431, Errors.headersTooLarge()]
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'The request was not received in time.']
-        : [400, 'The request is not valid HTTP.'];
-  const body = JSON.stringify({ code: status === 431 ? 'ENS_ERR_HEADERS_TOO_LARGE' : 'ENS_ERR_BAD_REQUEST', detail });
+        ? [408, Errors.badRequest('The request was not received in time.')]
+        : [400, Errors.badRequest('The request is not valid HTTP.')];
+  const body = JSON.stringify({ code: e.code, detail: e.detail });
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );

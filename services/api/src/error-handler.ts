@@ -46,7 +46,7 @@ export function installErrorHandler(app: FastifyInstance): void {
     if (!e && err && typeof err === 'object' && 'code' in err) e = fromFastify(err as FastifyError, req);
     if (!e) {
       req.log.error({ err }, 'unhandled error');
-      e = new HttpError('ENS_ERR_INTERNAL', 500, 'Internal error; the request id in the x-request-id header identifies it in the logs.');
+      e = Errors.internal();
     }
     reply.code(e.status).headers(e.headers);
     // The spec and the issue give the token rejection's body as exactly {"detail": ...}.
