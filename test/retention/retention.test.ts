@@ -119,15 +119,16 @@ t.test('old final handoffs go with every row of theirs; live ones stay whatever 
   const stuck = ids.get('stuck')!;
   const unposted = ids.get('unposted')!;
   const unstamped = ids.get('unstamped')!;
-  await db.query(`UPDATE deliveries SET stamp_pending = true, lease_until = now() + interval '1 day', version = version + 1 WHERE id = $1`, [unstamped.deliveries[0]]);
-  await db.query(`UPDATE deliveries SET status = 'pending', next_attempt_at = now() + interval '1 day', version = version + 1 WHERE id = $1`, [stuck.deliveries[0]]);
-  await db.query(`UPDATE callbacks SET status = 'pending', next_attempt_at = now() + interval '1 day' WHERE delivery_id = $1`, [unposted.deliveries[0]]);
-
-  // A cursor taken before the removal, pointing into what will be removed.
+  // A cursor taken before the removal, pointing into what will be removed. Taken before the
+  // changes below: a read stamps its client's pending changes, leased ones too (the record shows
+  // a delivery right after its 202), and the unstamped one must stay so for the removal.
   const firstPage = await client.call('GET', '/v2/deliveries?limit=2');
   t.equal(firstPage.status, 200);
   const oldCursor: string = firstPage.body.next_cursor;
   const oldStamp: string = firstPage.body.results[1].updated_at;
+  await db.query(`UPDATE deliveries SET stamp_pending = true, lease_until = now() + interval '1 day', version = version + 1 WHERE id = $1`, [unstamped.deliveries[0]]);
+  await db.query(`UPDATE deliveries SET status = 'pending', next_attempt_at = now() + interval '1 day', version = version + 1 WHERE id = $1`, [stuck.deliveries[0]]);
+  await db.query(`UPDATE callbacks SET status = 'pending', next_attempt_at = now() + interval '1 day' WHERE delivery_id = $1`, [unposted.deliveries[0]]);
 
   // The cut: everything above is older than it, the handoff below is newer.
   await sleep(200);
@@ -170,13 +171,19 @@ t.test('old final handoffs go with every row of theirs; live ones stay whatever 
   t.equal((await counter('ens_retention_batches_total')) - batchesBefore, batches.length, 'ens_retention_batches_total counts the batches');
   t.equal((await counter('ens_retention_removed_total', { table: 'deliveries' })) - removedBefore, removableDeliveries.length, 'ens_retention_removed_total counts the rows');
 
-  // The feed walks what remains, from the start and from a cursor into what was removed.
+  // A second round finds nothing while the three stay not done.
+  t.equal((await retentionRound({ db, logger }, { retentionMs: Date.now() - cut, batchSize: 2 })).removed.deliveries, 0, 'nothing more to remove');
+
+  // The feed walks what remains, from the start and from a cursor into what was removed. The
+  // walk's first page stamps the client's pending changes (the unstamped one too) before it reads,
+  // so the order is read after it.
+  const remainingIds = (await db.query<{ id: string }>('SELECT id::text FROM deliveries WHERE client_id = $1', [client.clientId])).rows.map((r) => r.id);
+  t.same(remainingIds.sort(), [...stuck.deliveries, ...unposted.deliveries, ...unstamped.deliveries, ...freshDeliveries].sort(), 'what remains');
+  const walked = await svc.feed(client);
   const remaining = (await db.query<{ id: string; u: string }>(
     `SELECT id::text, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"') AS u FROM deliveries WHERE client_id = $1 ORDER BY updated_at`,
     [client.clientId],
   )).rows;
-  t.same(remaining.map((r) => r.id).sort(), [...stuck.deliveries, ...unposted.deliveries, ...unstamped.deliveries, ...freshDeliveries].sort(), 'what remains');
-  const walked = await svc.feed(client);
   t.same(walked.map((r) => r.delivery_id), remaining.map((r) => r.id), 'a walk from the start sees every remaining delivery, in order');
   const fromOld: string[] = [];
   for (let url = `/v2/deliveries?limit=2&cursor=${encodeURIComponent(oldCursor)}`; ;) {
@@ -188,11 +195,10 @@ t.test('old final handoffs go with every row of theirs; live ones stay whatever 
   }
   t.same(fromOld, remaining.filter((r) => r.u > oldStamp).map((r) => r.id), 'and continues with every remaining change after it');
 
-  // A second round finds nothing; once the stuck delivery ends, its handoff goes too.
-  t.equal((await retentionRound({ db, logger }, { retentionMs: Date.now() - cut, batchSize: 2 })).removed.deliveries, 0, 'nothing more to remove');
+  // Once the stuck delivery ends, its handoff goes too, and so does the one the walk stamped.
   await db.query(`UPDATE deliveries SET status = 'failed', version = version + 1 WHERE id = $1`, [stuck.deliveries[0]]);
   const later = await retentionRound({ db, logger }, { retentionMs: Date.now() - cut, batchSize: 2 });
-  t.equal(later.removed.handoffs, 1, 'the handoff that has ended is removed at the next round');
+  t.equal(later.removed.handoffs, 2, 'the handoff that has ended and the one now stamped are removed at the next round');
   t.equal((await childCounts(stuck.deliveries)).deliveries, 0);
   t.equal((await db.query('SELECT 1 FROM handoffs WHERE id = $1', [unposted.handoff])).rowCount, 1, 'the one with a callback to post still stays');
 });
