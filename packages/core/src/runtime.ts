@@ -115,8 +115,10 @@ export async function openRuntime(
     void (async () => {
       for await (const s of conn.status()) {
         if (s.type !== 'reconnect') continue;
-        await redeclareTopology().catch((err: unknown) => logger.warn({ err }, 'could not re-declare JetStream topology'));
+        // The consume loops first: they need only their consumers' leaders (and declare what is
+        // gone themselves), not the meta leader an election after a lost node may still be choosing.
         for (const l of reconnectListeners) l();
+        await redeclareTopology().catch((err: unknown) => logger.warn({ err }, 'could not re-declare JetStream topology'));
       }
     })();
     const media = await openMediaStore(config);

@@ -23,7 +23,7 @@ export interface WorkQueueOptions {
   /** Owns ack/nak; a message it throws on is nak'ed for redelivery after a second. */
   handle: (m: JsMsg) => Promise<void>;
   logger: Logger;
-  /** Declares streams and consumers again; called before every re-attach. */
+  /** Declares streams and consumers again; called when attaching finds the consumer or its stream gone. */
   redeclare: () => Promise<unknown>;
   /**
    * Registers a callback for NATS reconnects. A server that restarted may have lost the consumer,
@@ -119,9 +119,9 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   };
 
   /**
-   * Ends the current attachment so the loop attaches again. `anew` (the consumer may be gone: a
-   * reconnect, a deletion) pauses with back-off and declares the topology first; `again` (a pull
-   * that went unanswered) attaches at once; `now` (the leader moved) too, and is not a fault.
+   * Ends the current attachment so the loop attaches again. `anew` (the consumer is gone) pauses
+   * with back-off first; `again` (a reconnect, a pull that went unanswered) attaches at once; `now`
+   * (the leader moved) too, and is not a fault.
    */
   type Again = { reason: string; how: 'anew' | 'again' | 'now' };
   let again: Again | null = null;
@@ -132,17 +132,20 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
     current.stop();
   };
   opts.onReconnect?.(() => {
-    restart('NATS reconnected');
+    restart('NATS reconnected', 'again');
     wakeRetry?.();
   });
   // A loop that holds all it may has no pull out, so a leader change costs it nothing; one with
-  // room has a pull on the old leader, which will never answer. A loop waiting to attach again
+  // room has a pull on the old leader, which will never answer. A loop waiting to attach again, or
+  // attaching while the consumer had no leader (which answers only with a timeout, 5 s later),
   // tries at once: the consumer has a leader to ask.
+  let attachingElected: (() => void) | null = null;
   const elected: Subscription | undefined = opts.nc?.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.${stream}.${durable}`, {
     callback: (err) => {
       if (err) return;
       if (hasRoom()) restart('the consumer has a new leader', 'now');
       wakeRetry?.();
+      attachingElected?.();
     },
   });
 
@@ -203,17 +206,35 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   }, opts.watchEveryMs ?? 5_000);
   watch.unref();
 
+  // Only a consumer or stream that is gone needs declaring. Declaring asks JetStream's meta leader
+  // and every consumer, which an election after a lost node keeps from answering for seconds;
+  // attaching asks only this consumer's leader.
+  const attachOrDeclare = () =>
+    attach().catch(async (err: unknown) => {
+      if (!/not found/i.test(String((err as Error)?.message))) throw err;
+      await redeclare();
+      return attach();
+    });
+  const attachUnlessElected = async (): Promise<ConsumerMessages> => {
+    for (;;) {
+      const attempt = attachOrDeclare();
+      const electedMeanwhile = new Promise<null>((resolve) => (attachingElected = () => resolve(null)));
+      const attached = await Promise.race([attempt, electedMeanwhile]).finally(() => (attachingElected = null));
+      if (attached) return attached;
+      // Left behind: stopped should it attach after all.
+      attempt.then((m) => m.stop(), () => {});
+    }
+  };
+
   let firstAttempt!: () => void;
   const firstAttemptDone = new Promise<void>((r) => (firstAttempt = r));
   const loop = (async () => {
     let retryMs = FIRST_RETRY_MS;
-    let redeclareFirst = false;
     while (!stopping) {
       let reason: string;
       try {
-        if (redeclareFirst) await redeclare();
         again = null;
-        current = await attach();
+        current = await attachUnlessElected();
         waitingForNobody = 0;
         unanswered = 0;
         markUp();
@@ -239,11 +260,9 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
       if (stopping) break;
       if (asked && asked.how !== 'anew') {
         if (asked.how === 'now') logger.info({ stream, durable }, 'consume loop pulling from the consumer\'s new leader');
-        redeclareFirst = false;
         continue;
       }
       reason = asked?.reason ?? reason;
-      redeclareFirst = true;
       markDown(reason);
       logger.warn({ stream, durable, reason, retryInMs: retryMs }, 'consume loop stopped; restarting');
       await new Promise<void>((resolve) => {
