@@ -141,3 +141,29 @@ export async function consumerLeader(url: string, stream: string, consumer: stri
     await nc.close();
   }
 }
+
+/**
+ * Asks every 100 ms until the stream and each consumer answer with a leader other than `lost`;
+ * resolves with the time (ms since the epoch) the last of them did: when JetStream could take and
+ * hand out work again, whatever ENS does.
+ */
+export async function leadersAgain(url: string, lost: string, stream: string, consumers: readonly string[], timeoutMs = 30_000): Promise<number> {
+  const nc = await connect({ servers: url.split(','), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  const until = Date.now() + timeoutMs;
+  try {
+    const subjects = [`$JS.API.STREAM.INFO.${stream}`, ...consumers.map((c) => `$JS.API.CONSUMER.INFO.${stream}.${c}`)];
+    let last = 0;
+    for (const subject of subjects) {
+      for (;;) {
+        const leader = await nc.request(subject, '', { timeout: 500 }).then((m) => (m.json() as { cluster?: { leader?: string } }).cluster?.leader, () => undefined);
+        if (leader && leader !== lost) break;
+        if (Date.now() > until) throw new Error(`no leader other than ${lost} for ${subject} after ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      last = Date.now();
+    }
+    return last;
+  } finally {
+    await nc.close();
+  }
+}

@@ -1,19 +1,32 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Channel } from '../schemas/channel.ts';
-import { CALLBACK_SUBJECT, FEED_WAKE_SUBJECT, sendSubject } from './topology.ts';
+import { CheckedPublisher } from './checked-publisher.ts';
+import { CALLBACK_STREAM, CALLBACK_SUBJECT, FEED_WAKE_SUBJECT, SEND_STREAM, sendSubject } from './topology.ts';
 
 /*
- * Wake-ups are plain NATS publishes on the streams' subjects: JetStream stores them all the same,
- * but no per-message acknowledgement is awaited. That is safe by design: a wake-up only points at
- * a row in PostgreSQL, and the sweepers re-send any that are lost (server down, store lost). A
- * publish with acknowledgement cost a request/reply and an error object per message.
+ * Wake-ups are plain NATS publishes on the streams' subjects: no per-message acknowledgement is
+ * awaited, so an accept never waits for JetStream. They are checked in windows behind the caller's
+ * back and published again when their stream lost them in an election (checked-publisher.ts). A
+ * wake-up only points at a row in PostgreSQL, and the sweepers re-send any that are still lost
+ * (server down, store lost): the check only makes an election cost seconds, not the sweep grace.
  */
-function publishAll(nc: NatsConnection, subject: (i: number) => string, ids: string[], logger: Logger): number {
+const publishers = new WeakMap<NatsConnection, Map<string, CheckedPublisher>>();
+
+function publisherFor(nc: NatsConnection, stream: string, logger: Logger): CheckedPublisher {
+  let byStream = publishers.get(nc);
+  if (!byStream) publishers.set(nc, (byStream = new Map()));
+  let p = byStream.get(stream);
+  if (!p) byStream.set(stream, (p = new CheckedPublisher(nc, stream, logger)));
+  return p;
+}
+
+function publishAll(nc: NatsConnection, stream: string, subject: (i: number) => string, ids: string[], logger: Logger): number {
   let sent = 0;
   try {
+    const publisher = publisherFor(nc, stream, logger);
     for (let i = 0; i < ids.length; i++) {
-      nc.publish(subject(i), ids[i]!);
+      publisher.publish(subject(i), ids[i]!);
       sent++;
     }
   } catch (err) {
@@ -72,7 +85,7 @@ export const BULK_WAKEUPS = 10;
 /** Wakes the channel workers for these deliveries, a large set on the bulk lane. Never throws. */
 export function wakeSenders(nc: NatsConnection, items: readonly SendWakeup[], logger: Logger): number {
   const lane = items.length > BULK_WAKEUPS ? 'bulk' : 'next';
-  return publishAll(nc, (i) => sendSubject(items[i]!.channel, lane), items.map(sendPayload), logger);
+  return publishAll(nc, SEND_STREAM, (i) => sendSubject(items[i]!.channel, lane), items.map(sendPayload), logger);
 }
 
 /** What a callback wake-up names: the callback, and the client whose turn it takes. */
@@ -96,7 +109,7 @@ export function parseCallbackWakeup(text: string): CallbackWakeup {
 
 /** Wakes the callbacks role for these callbacks. Never throws. */
 export function wakeCallbacks(nc: NatsConnection, items: readonly CallbackWakeup[], logger: Logger): number {
-  return publishAll(nc, () => CALLBACK_SUBJECT, items.map(callbackPayload), logger);
+  return publishAll(nc, CALLBACK_STREAM, () => CALLBACK_SUBJECT, items.map(callbackPayload), logger);
 }
 
 const feedWakeQueued = new WeakSet<NatsConnection>();
