@@ -29,6 +29,7 @@ t.test('list pages, filters and the look-up of one address walk the primary key'
   t.teardown(() => db.end());
   await migrate(db);
   await db.query(`INSERT INTO clients (id, name, secret_hash) VALUES ('plans', 'plans', 'x')`);
+  await db.query(`INSERT INTO tenants (client_id, id) VALUES ('plans', 'big'), ('plans', 'other')`);
   // 100,000 entries in tenant big (sms and email, four reasons, some scoped), and as many in another.
   for (const tenant of ['big', 'other']) {
     await db.query(

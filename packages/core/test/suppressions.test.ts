@@ -74,7 +74,7 @@ t.test('the store: upserts, downgrades, paging, opt-in and lapsed entries', asyn
   const long = await s.upsert(clientId, [{ tenant: 'acme', channel: 'sms', address: '+15551110001', reason: 'manual', source: 'api', detail: 'x'.repeat(5000) }]);
   t.equal(long.entries[0]!.detail!.length, 1000, 'evidence is bounded');
   const nul = await s.upsert(clientId, [{ tenant: 'acme', channel: 'sms', address: '+15551110002', reason: 'manual', source: 'api', detail: 'a\u0000b\nc' }]);
-  t.equal(nul.entries[0]!.detail, 'a b c', 'control characters are blanked, not refused by PostgreSQL');
+  t.equal(nul.entries[0]!.detail, 'a b\nc', 'a NUL is blanked, not refused by PostgreSQL; a line break stays');
 
   // Paging: 2,500 entries in pages of 1,000, each seen once.
   const many = Array.from({ length: 2500 }, (_, i) => ({ tenant: 'beta', channel: 'sms' as const, address: `+1555200${String(i).padStart(4, '0')}`, reason: 'manual' as const, source: 'import' as const }));

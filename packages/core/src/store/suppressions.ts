@@ -69,10 +69,14 @@ const COLUMNS = `tenant, channel, address, scope, reason, source, provider, deli
 /** The evidence kept with an entry is bounded: a whole bounce message is not evidence. */
 const MAX_DETAIL = 1000;
 
-/** Evidence is bounded, and control characters (a NUL, which PostgreSQL's text refuses) are blanked, whoever reported it. */
+/**
+ * Evidence is bounded, and control characters other than line breaks and tabs (a NUL, which
+ * PostgreSQL's text refuses) are blanked, whoever reported it; a provider's words over two lines
+ * stay two lines.
+ */
 const clip = (raw: string | null | undefined): string | null => {
   if (raw == null) return null;
-  const s = raw.replace(/[\u0000-\u001f\u007f]/g, ' ');
+  const s = raw.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, ' ');
   return s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL - 1)}…` : s;
 };
 
