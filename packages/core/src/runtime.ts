@@ -106,9 +106,9 @@ export async function openRuntime(
   let nc: NatsConnection | undefined;
   try {
     nc = await connectNats(urls.natsUrl, 'ens');
-    const js = await ensureTopology(nc, config.natsReplicas);
+    const js = await ensureTopology(nc, config.natsReplicas, logger);
     const conn = nc;
-    const redeclareTopology = () => ensureTopology(conn, config.natsReplicas);
+    const redeclareTopology = () => ensureTopology(conn, config.natsReplicas, logger);
     const reconnectListeners: (() => void)[] = [];
     // A NATS server restarted without its store has no streams: declare them again on reconnect so
     // wake-ups can be published; what was lost is re-sent by the sweepers from PostgreSQL.
