@@ -13,6 +13,33 @@ const Readiness = Type.Object({
 /** Probes and metrics take no token: an orchestrator and Prometheus reach them as they are. */
 const PUBLIC = { tags: ['operations'], security: [] };
 
+/** While not ready, the same failing checks are warned about again after this long. */
+const NOT_READY_REMINDER_MS = 60_000;
+
+/**
+ * A probe that answers 503 is not a failed request: an orchestrator asks every few seconds, and an
+ * error line per probe buried what went wrong under copies of itself. So readiness is logged when
+ * it changes: a warning naming the checks that fail when they change (again every minute while
+ * they last), and a line when the process is ready again.
+ */
+function readinessLog(logger: Runtime['logger']): (checks: Record<string, string>, ready: boolean) => void {
+  let failing = '';
+  let warnedAt = 0;
+  return (checks, ready) => {
+    const now = Date.now();
+    if (ready) {
+      if (failing) logger.info('ready again');
+      failing = '';
+      return;
+    }
+    const names = Object.keys(checks).filter((k) => checks[k] !== 'ok').sort().join(',');
+    if (names === failing && now - warnedAt < NOT_READY_REMINDER_MS) return;
+    failing = names;
+    warnedAt = now;
+    logger.warn({ checks: Object.fromEntries(Object.entries(checks).filter(([, v]) => v !== 'ok')) }, 'not ready');
+  };
+}
+
 async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -42,7 +69,9 @@ export function healthRoutes(app: FastifyInstance, rt: Runtime): void {
       ...errorResponses(ANY_PATH_ERRORS),
     },
   };
-  app.get('/readyz', { schema: readiness }, async (_req, reply) => {
+  const logReadiness = readinessLog(rt.logger);
+  // Its own line, not the request log's error per 503 (see readinessLog).
+  app.get('/readyz', { schema: readiness, logLevel: 'silent' }, async (_req, reply) => {
     const checks: Record<string, string> = {};
     await Promise.all([
       within(2000, rt.db.query('SELECT 1')).then(() => { checks.postgres = 'ok'; }, (e: Error) => { checks.postgres = e.message; }),
@@ -53,6 +82,7 @@ export function healthRoutes(app: FastifyInstance, rt: Runtime): void {
     // an orchestrator's probe) sees a stopped channel instead of a silent backlog.
     for (const loop of downLoops()) checks[`loop ${loop.name}`] = `not consuming for ${Math.round(loop.sinceMs / 1000)} s: ${loop.reason}`;
     const ready = Object.values(checks).every((v) => v === 'ok');
+    logReadiness(checks, ready);
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
   });
   const metrics = {
