@@ -68,9 +68,11 @@ const STALLED_CHECKS = 2;
 /**
  * Runs `handle` for each message of a durable JetStream consumer, at most `concurrency` at once,
  * under supervision: a loop whose iterator ends, throws, or whose consumer vanished from the
- * server (deleted, stream lost with a NATS store) declares the topology again and re-attaches with
- * back-off, logging at warn, for as long as the role runs. Its state is in the loop-health
- * registry (ens_consumer_up, /readyz). Never throws at start: NATS being away is waited out.
+ * server (deleted, stream lost with a NATS store) re-attaches with back-off, declaring the topology
+ * again when its consumer or stream is gone, for as long as the role runs; one whose consumer's
+ * leader moved, or whose pull went unanswered, pulls again at once (see above). Changes are
+ * warned once each; its state is in the loop-health registry (ens_consumer_up, /readyz). Never
+ * throws at start: NATS being away is waited out.
  */
 export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueueConsumer> {
   const { js, stream, durable, concurrency, handle, logger, redeclare } = opts;
@@ -173,10 +175,11 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
     return messages;
   };
 
-  // The library reports a vanished consumer only on its next pull or missed heartbeat, and a pull
-  // the server forgot not at all while heartbeats come from elsewhere: asking the server now and
-  // then bounds how long either goes unnoticed. Work waiting on the server while no pull of any
-  // process waits for it, seen twice in a row while this loop has room, is a stall.
+  // The library reports a vanished consumer only on its next pull or missed heartbeat: asking the
+  // server now and then bounds how long it goes unnoticed. The same answer says, from the server's
+  // side, what the advisory and the heartbeats say from ours: work waiting on the server while no
+  // pull of any process waits for it, seen twice in a row while this loop has room, is a stall,
+  // whatever the client believes.
   let jsm: Promise<JetStreamManager> | null = null;
   let waitingForNobody = 0;
   let unanswered = 0;
