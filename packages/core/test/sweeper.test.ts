@@ -15,9 +15,18 @@ function recordingLogger() {
   return { logger, warnings };
 }
 
+/**
+ * A NATS connection that keeps what is published. The wake-up publisher also subscribes (for its
+ * markers' answers and leader elections) and follows the connection's status: those are quiet here.
+ */
 function fakeNats() {
   const published: [string, string | undefined][] = [];
-  const nc = { publish: (subject: string, data?: string) => void published.push([subject, data]) } as unknown as NatsConnection;
+  const nc = {
+    publish: (subject: string, data?: string) => void published.push([subject, data]),
+    subscribe: () => ({ unsubscribe() {} }),
+    status: () => (async function* () {})(),
+    closed: () => new Promise(() => {}),
+  } as unknown as NatsConnection;
   return { nc, published };
 }
 
