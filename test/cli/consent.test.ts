@@ -1,6 +1,6 @@
 import t from 'tap';
 import { smsHandoff, startTestService, waitFor } from '../harness/service.ts';
-import { bundleEns } from '../harness/ens-bundle.ts';
+import { bundleEns, ensJson } from '../harness/ens-bundle.ts';
 
 /**
  * `ens clients consent`: the operator shows and sets a client's consent policy (which reasons stop
@@ -10,16 +10,7 @@ import { bundleEns } from '../harness/ens-bundle.ts';
 
 const [svc, run] = await Promise.all([startTestService(t), bundleEns(t)]);
 /** Runs `ens …`; with `json`, stdout must be one JSON document. */
-async function ens(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; json: any }> {
-  const r = await run(args, svc.env);
-  let json: any;
-  try {
-    json = JSON.parse(r.stdout);
-  } catch {
-    json = undefined;
-  }
-  return { ...r, json };
-}
+const ens = ensJson(run, svc.env);
 
 t.test('clients consent shows and sets the policy; the running send path follows it at once', async (t) => {
   const c = await svc.createClient();

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { startTestService } from '../harness/service.ts';
-import { bundleEns } from '../harness/ens-bundle.ts';
+import { bundleEns, ensJson } from '../harness/ens-bundle.ts';
 
 /**
  * `ens suppressions import|export`, run as a separate process against the database of a running
@@ -23,16 +23,7 @@ t.teardown(() => rm(dir, { recursive: true, force: true }));
 const scope = ['--client', client.clientId, '--tenant', 'acme'];
 
 /** Runs `ens …`; with `json`, stdout must be one JSON document. */
-async function ens(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; json: any }> {
-  const r = await run(args, svc.env);
-  let json: any;
-  try {
-    json = JSON.parse(r.stdout);
-  } catch {
-    json = undefined;
-  }
-  return { ...r, json };
-}
+const ens = ensJson(run, svc.env);
 
 const rowsOf = async (tenant: string) =>
   (await svc.rt.db.query(`SELECT channel, address, scope, reason, source, detail, created_by FROM suppressions WHERE client_id = $1 AND tenant = $2 ORDER BY 1, 2, 3`, [client.clientId, tenant])).rows;

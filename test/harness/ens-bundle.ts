@@ -54,3 +54,17 @@ export async function bundleEns(t: Teardown): Promise<EnsRun> {
       child.on('exit', (code) => resolve({ code, stdout, stderr }));
     });
 }
+
+/** Runs `ens …` with `env`; `json` is stdout parsed when it is one JSON document, else undefined. */
+export function ensJson(run: EnsRun, env: Record<string, string>) {
+  return async (args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; json: any }> => {
+    const r = await run(args, env);
+    let json: any;
+    try {
+      json = JSON.parse(r.stdout);
+    } catch {
+      json = undefined;
+    }
+    return { ...r, json };
+  };
+}
