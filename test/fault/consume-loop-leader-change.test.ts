@@ -6,6 +6,10 @@ import { startNatsCluster, type NatsCluster } from '../harness/nats-cluster.ts';
 import { consumerLeader, stepDownConsumer } from '../harness/leader-faults.ts';
 import { waitFor } from '../harness/service.ts';
 
+// Several ENS processes or a three-node cluster starting beside another heavy file can take most
+// of the default 120 s on two cores: this file gets twice that.
+t.setTimeout(240_000);
+
 /**
  * Consume loops on a three-node cluster while their consumer's JetStream leader moves, measured
  * without PostgreSQL: the longest a message published after the move waited to be handled, and
@@ -35,7 +39,18 @@ async function run(t: Test, cluster: NatsCluster, opts: { servers: string[]; adv
   const { consumer, subject } = opts;
   const nc: NatsConnection = await connect({ servers: opts.servers, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   t.teardown(() => nc.close());
-  const js = await ensureTopology(nc, 3);
+  // As ENS's own start does, wait while the cluster's JetStream is not answering yet (a busy
+  // machine can take several seconds to settle a new cluster's meta leader).
+  let js!: Awaited<ReturnType<typeof ensureTopology>>;
+  for (const until = Date.now() + 30_000; ; ) {
+    try {
+      js = await ensureTopology(nc, 3);
+      break;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ENS_ERR_NATS_QUORUM' || Date.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
   const publisher = await connect({ servers: cluster.url.split(','), maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   t.teardown(() => publisher.close());
   const published = new Map<string, number>();

@@ -5,6 +5,10 @@ import { startReceiver } from '../harness/receiver.ts';
 import { waitFor } from '../harness/service.ts';
 import { audit, createClient, FAST_ENV, startFeedWalker, startFlood } from '../harness/workload.ts';
 
+// Several ENS processes or a three-node cluster starting beside another heavy file can take most
+// of the default 120 s on two cores: this file gets twice that.
+t.setTimeout(240_000);
+
 /**
  * The deployment platform teams run: two api, two worker, two callbacks and two feed processes,
  * one PostgreSQL, one NATS. While handoffs stream in and a caller walks the feed, one process of
