@@ -1,5 +1,5 @@
 import { bodyExcerpt, smsKeyword, type PluginContext, type RecipientReportKind, type SmsKeyword, type WebhookRequest, type WebhookResponse, type WebhookRoute } from '@ens/plugin-sdk';
-import { formParams, verifyTwilioSignature } from './signature.ts';
+import { FORBIDDEN, signedParams } from './signature.ts';
 
 /**
  * POST /inbound: Twilio's incoming-message webhook
@@ -15,7 +15,6 @@ import { formParams, verifyTwilioSignature } from './signature.ts';
 const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>';
 /** TwiML that sends no reply: Twilio already confirms STOP and START to the phone itself. */
 const NO_REPLY: WebhookResponse = { status: 200, body: `${XML_DECLARATION}<Response></Response>`, headers: { 'content-type': 'text/xml' } };
-const FORBIDDEN: WebhookResponse = { status: 403, body: 'Twilio request validation failed', headers: { 'content-type': 'text/plain' } };
 
 /** Twilio's Advanced Opt-Out names the keyword's meaning, also for keywords of its own (localised ones). */
 const OPT_OUT_TYPE: Record<string, SmsKeyword> = { STOP: 'opt_out', START: 'opt_in', HELP: 'help' };
@@ -44,14 +43,8 @@ export function inboundRoute(opts: InboundRouteOptions): WebhookRoute {
     method: 'POST',
     path: '/inbound',
     async handler(req: WebhookRequest): Promise<WebhookResponse> {
-      const header = req.headers['x-twilio-signature'];
-      const signature = Array.isArray(header) ? header[0] : header;
-      const params = formParams(req.rawBody);
-      const url = opts.inboundUrl ?? req.url;
-      if (!verifyTwilioSignature(opts.authToken, signature, url, params)) {
-        opts.context.logger.warn({ url, signed: signature !== undefined }, 'twilio inbound message refused: X-Twilio-Signature does not match');
-        return FORBIDDEN;
-      }
+      const params = signedParams(req, opts.authToken, opts.inboundUrl ?? req.url, opts.context.logger, 'inbound message');
+      if (!params) return FORBIDDEN;
       const one = (name: string) => params.get(name)?.[0];
       const from = one('From');
       const to = one('To');

@@ -60,3 +60,25 @@ export function verifyTwilioSignature(authToken: string, header: string | undefi
   for (const form of urlForms(url)) ok = sameSignature(header, twilioSignature(authToken, form, params)) || ok;
   return ok;
 }
+
+/** Twilio's answer when a request's signature does not match. */
+export const FORBIDDEN = { status: 403, body: 'Twilio request validation failed', headers: { 'content-type': 'text/plain' } } as const;
+
+/**
+ * The form parameters of a request Twilio signed for `url`, or null (logged, naming `what`) when
+ * X-Twilio-Signature does not match; the caller then answers FORBIDDEN.
+ */
+export function signedParams(
+  req: { headers: Record<string, string | string[] | undefined>; rawBody: Buffer },
+  authToken: string,
+  url: string,
+  logger: { warn(obj: object, msg?: string): void },
+  what: string,
+): Map<string, string[]> | null {
+  const header = req.headers['x-twilio-signature'];
+  const signature = Array.isArray(header) ? header[0] : header;
+  const params = formParams(req.rawBody);
+  if (verifyTwilioSignature(authToken, signature, url, params)) return params;
+  logger.warn({ url, signed: signature !== undefined }, `twilio ${what} refused: X-Twilio-Signature does not match`);
+  return null;
+}

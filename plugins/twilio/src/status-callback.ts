@@ -1,5 +1,5 @@
 import type { PluginContext, StatusUpdate, WebhookRequest, WebhookResponse, WebhookRoute } from '@ens/plugin-sdk';
-import { formParams, verifyTwilioSignature } from './signature.ts';
+import { FORBIDDEN, signedParams } from './signature.ts';
 
 /**
  * An empty TwiML document. Twilio reads no body from a status callback's answer, but it accepts
@@ -8,7 +8,6 @@ import { formParams, verifyTwilioSignature } from './signature.ts';
  * points a number's incoming-message webhook here by mistake (it means "do not reply").
  */
 const EMPTY_TWIML: WebhookResponse = { status: 200, body: '<Response/>', headers: { 'content-type': 'text/xml' } };
-const FORBIDDEN: WebhookResponse = { status: 403, body: 'Twilio request validation failed', headers: { 'content-type': 'text/plain' } };
 
 /** Describes a failed delivery in last_error: "twilio: undelivered (error 30003)". */
 export function failureReason(status: string, errorCode: string | undefined): string {
@@ -33,14 +32,8 @@ export function statusRoute(opts: StatusRouteOptions): WebhookRoute {
     method: 'POST',
     path: '/status',
     async handler(req: WebhookRequest): Promise<WebhookResponse> {
-      const header = req.headers['x-twilio-signature'];
-      const signature = Array.isArray(header) ? header[0] : header;
-      const params = formParams(req.rawBody);
-      const url = opts.statusCallbackUrl ?? req.url;
-      if (!verifyTwilioSignature(opts.authToken, signature, url, params)) {
-        opts.context.logger.warn({ url, signed: signature !== undefined }, 'twilio status callback refused: X-Twilio-Signature does not match');
-        return FORBIDDEN;
-      }
+      const params = signedParams(req, opts.authToken, opts.statusCallbackUrl ?? req.url, opts.context.logger, 'status callback');
+      if (!params) return FORBIDDEN;
       const one = (name: string) => params.get(name)?.[0];
       const sid = one('MessageSid') ?? one('SmsSid');
       const status = one('MessageStatus') ?? one('SmsStatus');
