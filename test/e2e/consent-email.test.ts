@@ -1,8 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { freePort } from '@ens/local-engines';
 import { returnPathFor } from '@ens/core';
 import { TEST_CA_PEM, TEST_SERVER_CERT_PEM, TEST_SERVER_KEY_PEM } from '@ens/plugin-smtp/testing';
 import { startPostfix } from '../harness/postfix.ts';
@@ -23,14 +23,6 @@ import { SmtpTalk } from '../harness/smtp-talk.ts';
 const DOMAIN = 'bounces.ens-test.invalid';
 const LOCAL = 'mail.ens-test.invalid';
 const STRICT = 'strict.ens-test.invalid';
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as { port: number };
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 const inboundPort = await freePort();
 const postfixPort = await freePort();

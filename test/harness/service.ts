@@ -1,4 +1,6 @@
 import { freePort } from '@ens/local-engines';
+
+export { freePort };
 import { loadConfig, migrate, openRuntime, createLogger, type Config, type Runtime } from '@ens/core';
 import { startRoles, type Role, type RunningRoles } from '@ens/app/roles';
 import { startTestEngines, type TestEngines } from './engines.ts';

@@ -1,6 +1,5 @@
-import { createServer } from 'node:net';
 import { returnPathFor, unsubscribeMailtoFor } from '@ens/core';
-import { startTestService, uniqueKey, waitFor, type Teardown, type TestClient, type TestService } from '../../../test/harness/service.ts';
+import { freePort, startTestService, uniqueKey, waitFor, type Teardown, type TestClient, type TestService } from '../../../test/harness/service.ts';
 
 /**
  * ENS with every role, the inbound one listening on a free loopback port, the sandbox sending
@@ -26,14 +25,6 @@ export interface SentDelivery {
   recipient: string;
   returnPath: string;
   unsubscribeMailto: string;
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as { port: number };
-  await new Promise((r) => srv.close(r));
-  return port;
 }
 
 export async function startInboundService(t: Teardown, env: Record<string, string> = {}): Promise<InboundService> {
