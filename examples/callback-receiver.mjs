@@ -17,14 +17,19 @@ if (clientFile) {
   try {
     secret = JSON.parse(readFileSync(clientFile, 'utf8')).callback_secret;
   } catch (e) {
-    console.error(`${clientFile}: not the JSON that \`npx ens clients create\` prints (${e.message})`);
+    console.error(
+      `${clientFile}: not the JSON that \`npx ens clients create\` prints (${e.message})`,
+    );
     process.exit(2);
   }
 }
 if (typeof secret !== 'string' || !secret) {
-  console.error(clientFile
-    ? `${clientFile} has no callback_secret: create the client with --callback-secret`
-    : 'give the client file (what `npx ens clients create --callback-secret` printed) or set CALLBACK_SECRET');
+  console.error(
+    clientFile
+      ? `${clientFile} has no callback_secret: create the client with --callback-secret`
+      : 'give the client file (what `npx ens clients create --callback-secret` printed) or set ' +
+          'CALLBACK_SECRET',
+  );
   process.exit(2);
 }
 
@@ -41,7 +46,9 @@ createServer((req, res) => {
       res.writeHead(401).end();
       return;
     }
-    console.log(`verified callback ${req.headers['webhook-id']}: ${p.channel} ${p.recipient} ${p.status} attempts=${p.attempts}${p.last_error ? ` (${p.last_error})` : ''}`);
+    console.log(
+      `verified callback ${req.headers['webhook-id']}: ${p.channel} ${p.recipient} ${p.status} attempts=${p.attempts}${p.last_error ? ` (${p.last_error})` : ''}`,
+    );
     res.writeHead(204).end();
   });
 }).listen(port, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${port}/callbacks`));

@@ -17,13 +17,18 @@ for (const group of groups) {
     const entries = Object.values(pkg.exports ?? {}).filter((e) => e?.['ens-source'] && e.default);
     if (entries.length === 0) continue;
     await rm(path.join(dir, 'dist'), { recursive: true, force: true });
-    // All of a package's entries in one build with code splitting: modules two entries share
-    // (a metrics registry, the loop-health registry) become one chunk, so each exists once per
-    // process, as it does when the sources are run directly. A module that reads files beside itself
-    // through import.meta.url (core's migrate, the console's assets) must stay out of shared chunks;
-    // the tests that run the built `ens` (test/cli) would fail if one moved.
+    // All of a package's entries in one build with code splitting: modules two entries share (a
+    // metrics registry, the loop-health registry) become one chunk, so each exists once per
+    // process, as it does when the sources are run directly. A module that reads files beside
+    // itself through import.meta.url (core's migrate, the console's assets) must stay out of shared
+    // chunks; the tests that run the built `ens` (test/cli) would fail if one moved.
     await build({
-      entryPoints: Object.fromEntries(entries.map((e) => [e.default.replace(/^\.\/dist\//, '').replace(/\.js$/, ''), path.join(dir, e['ens-source'])])),
+      entryPoints: Object.fromEntries(
+        entries.map((e) => [
+          e.default.replace(/^\.\/dist\//, '').replace(/\.js$/, ''),
+          path.join(dir, e['ens-source']),
+        ]),
+      ),
       outdir: path.join(dir, 'dist'),
       chunkNames: 'chunks/[name]-[hash]',
       splitting: true,
@@ -38,7 +43,13 @@ for (const group of groups) {
     // The SQL that migrate() reads beside the code that runs it.
     for (const sql of ['migrations', 'functions']) {
       const from = path.join(dir, 'src', 'db', sql);
-      if (await stat(from).then(() => true, () => false)) await cp(from, path.join(dir, 'dist', sql), { recursive: true });
+      if (
+        await stat(from).then(
+          () => true,
+          () => false,
+        )
+      )
+        await cp(from, path.join(dir, 'dist', sql), { recursive: true });
     }
     count++;
   }

@@ -1,6 +1,13 @@
 import t from 'tap';
 import { acceptHandoff, newId, type AcceptInput, type AcceptOutcome } from '@ens/core';
-import { startTestService, smsHandoff, uniqueKey, waitFor, type ApiResponse, type TestClient } from '../harness/service.ts';
+import {
+  startTestService,
+  smsHandoff,
+  uniqueKey,
+  waitFor,
+  type ApiResponse,
+  type TestClient,
+} from '../harness/service.ts';
 
 /**
  * Accepts that arrive together are written together (one statement, one transaction); each one
@@ -10,7 +17,8 @@ import { startTestService, smsHandoff, uniqueKey, waitFor, type ApiResponse, typ
  */
 t.test('concurrent accepts', async (t) => {
   const svc = await startTestService(t);
-  const q = async (sql: string, params: unknown[] = []) => (await svc.rt.db.query(sql, params)).rows;
+  const q = async (sql: string, params: unknown[] = []) =>
+    (await svc.rt.db.query(sql, params)).rows;
   const stored = async (clientId: string) =>
     (
       await q(
@@ -20,7 +28,9 @@ t.test('concurrent accepts', async (t) => {
         [clientId],
       )
     )[0] as { handoffs: number; deliveries: number; keys: number };
-  const keyStored = async (clientId: string, key: string) => (await q('SELECT 1 FROM idempotency_keys WHERE client_id = $1 AND key = $2', [clientId, key])).length === 1;
+  const keyStored = async (clientId: string, key: string) =>
+    (await q('SELECT 1 FROM idempotency_keys WHERE client_id = $1 AND key = $2', [clientId, key]))
+      .length === 1;
 
   t.test('50 concurrent sends from several clients each get the right answer', async (t) => {
     const a = await svc.createClient();
@@ -30,10 +40,19 @@ t.test('concurrent accepts', async (t) => {
     // without it (a later change reaches the cache by NOTIFY, a moment after it commits).
     t.ok(await svc.rt.clients.setLimits(quota.clientId, { dailyQuota: { sms: 3 } }));
     for (const c of [a, b, quota]) await svc.tenant(c, 'acme');
-    t.equal((await svc.send(quota, smsHandoff('acme', ['+15551250001', '+15551250002']))).status, 202, 'two of three sms used before the burst');
+    t.equal(
+      (await svc.send(quota, smsHandoff('acme', ['+15551250001', '+15551250002']))).status,
+      202,
+      'two of three sms used before the burst',
+    );
 
     // Earlier sends that the burst replays.
-    const earlier: { client: TestClient; key: string; body: Record<string, unknown>; first: ApiResponse }[] = [];
+    const earlier: {
+      client: TestClient;
+      key: string;
+      body: Record<string, unknown>;
+      first: ApiResponse;
+    }[] = [];
     for (const [i, c] of [a, a, b, b].entries()) {
       const key = uniqueKey('earlier');
       const body = smsHandoff('acme', [`+1555126000${i}`]);
@@ -41,29 +60,69 @@ t.test('concurrent accepts', async (t) => {
       t.equal(first.status, 202);
       earlier.push({ client: c, key, body, first });
     }
-    const before = { a: await stored(a.clientId), b: await stored(b.clientId), quota: await stored(quota.clientId) };
+    const before = {
+      a: await stored(a.clientId),
+      b: await stored(b.clientId),
+      quota: await stored(quota.clientId),
+    };
 
     type Expect = 'created' | 'replay' | 'reused' | 'tenant' | 'quota' | 'one of a pair';
-    const sends: { client: TestClient; key: string; body: Record<string, unknown>; expect: Expect; same?: ApiResponse }[] = [];
+    const sends: {
+      client: TestClient;
+      key: string;
+      body: Record<string, unknown>;
+      expect: Expect;
+      same?: ApiResponse;
+    }[] = [];
     // 36 new handoffs from two clients.
     for (let i = 0; i < 36; i++) {
-      sends.push({ client: i % 2 ? a : b, key: uniqueKey('new'), body: smsHandoff('acme', [`+1555127${String(i).padStart(4, '0')}`]), expect: 'created' });
+      sends.push({
+        client: i % 2 ? a : b,
+        key: uniqueKey('new'),
+        body: smsHandoff('acme', [`+1555127${String(i).padStart(4, '0')}`]),
+        expect: 'created',
+      });
     }
     // 4 replays of earlier sends and 1 reuse of an earlier key with another body.
-    for (const e of earlier) sends.push({ client: e.client, key: e.key, body: e.body, expect: 'replay', same: e.first });
-    sends.push({ client: a, key: earlier[0]!.key, body: smsHandoff('acme', ['+15551269999']), expect: 'reused' });
+    for (const e of earlier)
+      sends.push({ client: e.client, key: e.key, body: e.body, expect: 'replay', same: e.first });
+    sends.push({
+      client: a,
+      key: earlier[0]!.key,
+      body: smsHandoff('acme', ['+15551269999']),
+      expect: 'reused',
+    });
     // A tenant that is not provisioned.
     const badTenantKey = uniqueKey('bad-tenant');
-    sends.push({ client: b, key: badTenantKey, body: smsHandoff('globex', ['+15551260100']), expect: 'tenant' });
+    sends.push({
+      client: b,
+      key: badTenantKey,
+      body: smsHandoff('globex', ['+15551260100']),
+      expect: 'tenant',
+    });
     // The quota client: one sms fits (3 of 3), two more would not.
-    sends.push({ client: quota, key: uniqueKey('fits'), body: smsHandoff('acme', ['+15551260200']), expect: 'created' });
+    sends.push({
+      client: quota,
+      key: uniqueKey('fits'),
+      body: smsHandoff('acme', ['+15551260200']),
+      expect: 'created',
+    });
     const overKey = uniqueKey('over');
-    sends.push({ client: quota, key: overKey, body: smsHandoff('acme', ['+15551260201', '+15551260202']), expect: 'quota' });
-    // Two new sends with one key and one body (one creates, the other replays it), three times over.
+    sends.push({
+      client: quota,
+      key: overKey,
+      body: smsHandoff('acme', ['+15551260201', '+15551260202']),
+      expect: 'quota',
+    });
+    // Two new sends with one key and one body (one creates, the other replays it), three times
+    // over.
     for (let i = 0; i < 3; i++) {
       const key = uniqueKey('twin');
       const body = smsHandoff('acme', [`+155512610${i}0`]);
-      sends.push({ client: a, key, body, expect: 'one of a pair' }, { client: a, key, body, expect: 'one of a pair' });
+      sends.push(
+        { client: a, key, body, expect: 'one of a pair' },
+        { client: a, key, body, expect: 'one of a pair' },
+      );
     }
     t.equal(sends.length, 50);
 
@@ -76,7 +135,12 @@ t.test('concurrent accepts', async (t) => {
     const answers = Promise.all(sends.map((s) => svc.send(s.client, s.body, s.key)));
     try {
       await waitFor(
-        async () => (await q(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%ens_accept_batch%'`))[0].n >= 4,
+        async () =>
+          (
+            await q(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%ens_accept_batch%'`,
+            )
+          )[0].n >= 4,
         10_000,
         'every batch slot to be waiting',
       );
@@ -88,14 +152,19 @@ t.test('concurrent accepts', async (t) => {
     const replies = await answers;
 
     let created = { a: 0, b: 0, quota: 0 };
-    const count = (c: TestClient) => (c === a ? 'a' : c === b ? 'b' : 'quota') as keyof typeof created;
+    const count = (c: TestClient) =>
+      (c === a ? 'a' : c === b ? 'b' : 'quota') as keyof typeof created;
     for (const [i, s] of sends.entries()) {
       const r = replies[i]!;
       const name = `send ${i} (${s.expect})`;
       if (s.expect === 'created') {
         t.equal(r.status, 202, name);
         t.equal(r.headers.get('idempotent-replayed'), null, `${name}: not a replay`);
-        t.same(r.body.deliveries.map((d: { recipient: string }) => d.recipient), (s.body.messages as { recipients: string[] }[])[0]!.recipients, `${name}: its own deliveries`);
+        t.same(
+          r.body.deliveries.map((d: { recipient: string }) => d.recipient),
+          (s.body.messages as { recipients: string[] }[])[0]!.recipients,
+          `${name}: its own deliveries`,
+        );
         created[count(s.client)]++;
       } else if (s.expect === 'replay') {
         t.equal(r.status, 202, name);
@@ -120,21 +189,44 @@ t.test('concurrent accepts', async (t) => {
       const [x, y] = [replies[i]!, replies[i + 1]!];
       t.same([x.status, y.status], [202, 202], 'both twins answered 202');
       t.equal(x.text, y.text, 'with the same body');
-      t.same([x.headers.get('idempotent-replayed'), y.headers.get('idempotent-replayed')].sort(), ['true', null].sort(), 'one created, the other replayed');
+      t.same(
+        [x.headers.get('idempotent-replayed'), y.headers.get('idempotent-replayed')].sort(),
+        ['true', null].sort(),
+        'one created, the other replayed',
+      );
       created.a++;
     }
 
-    const after = { a: await stored(a.clientId), b: await stored(b.clientId), quota: await stored(quota.clientId) };
+    const after = {
+      a: await stored(a.clientId),
+      b: await stored(b.clientId),
+      quota: await stored(quota.clientId),
+    };
     for (const c of ['a', 'b', 'quota'] as const) {
       t.same(
         after[c],
-        { handoffs: before[c].handoffs + created[c], deliveries: before[c].deliveries + created[c], keys: before[c].keys + created[c] },
+        {
+          handoffs: before[c].handoffs + created[c],
+          deliveries: before[c].deliveries + created[c],
+          keys: before[c].keys + created[c],
+        },
         `client ${c}: one handoff, one delivery and one key per created send, nothing else`,
       );
     }
-    t.same(await svc.rt.clients.usageToday(quota.clientId), { sms: 3 }, 'the quota client used exactly its quota');
-    const ids = replies.filter((r) => r.status === 202 && r.headers.get('idempotent-replayed') === null).map((r) => r.body.handoff_id as string);
-    const txs = (await q('SELECT count(DISTINCT xmin::text)::int AS n FROM handoffs WHERE id = ANY($1::uuid[])', [ids]))[0].n as number;
+    t.same(
+      await svc.rt.clients.usageToday(quota.clientId),
+      { sms: 3 },
+      'the quota client used exactly its quota',
+    );
+    const ids = replies
+      .filter((r) => r.status === 202 && r.headers.get('idempotent-replayed') === null)
+      .map((r) => r.body.handoff_id as string);
+    const txs = (
+      await q(
+        'SELECT count(DISTINCT xmin::text)::int AS n FROM handoffs WHERE id = ANY($1::uuid[])',
+        [ids],
+      )
+    )[0].n as number;
     t.ok(txs <= 10, `the ${ids.length} handoffs were written together, in ${txs} transactions`);
     t.notOk(await keyStored(b.clientId, badTenantKey), "the bad tenant's key was not kept");
     t.notOk(await keyStored(quota.clientId, overKey), "the refused send's key was not kept");
@@ -145,14 +237,36 @@ t.test('concurrent accepts', async (t) => {
     const c = await svc.createClient();
     await svc.tenant(c, 'acme');
     t.ok(await svc.rt.clients.setLimits(c.clientId, { dailyQuota: { email: 2 } }));
-    const input = (key: string, o: { tenant?: string; recipient?: string; eventType?: string; channel?: 'sms' | 'email'; n?: number } = {}): AcceptInput => {
+    const input = (
+      key: string,
+      o: {
+        tenant?: string;
+        recipient?: string;
+        eventType?: string;
+        channel?: 'sms' | 'email';
+        n?: number;
+      } = {},
+    ): AcceptInput => {
       const handoffId = newId();
       const channel = o.channel ?? 'sms';
-      const deliveries = Array.from({ length: o.n ?? 1 }, (_, i) => ({ id: newId(), channel, recipient: `${o.recipient ?? '+1555128'}${i}` }));
+      const deliveries = Array.from({ length: o.n ?? 1 }, (_, i) => ({
+        id: newId(),
+        channel,
+        recipient: `${o.recipient ?? '+1555128'}${i}`,
+      }));
       return {
-        clientId: c.clientId, idempotencyKey: key, requestHash: JSON.stringify([o.tenant, o.recipient, o.eventType, channel, o.n]), handoffId,
-        responseBody: JSON.stringify({ handoff_id: handoffId }), tenant: o.tenant ?? 'acme', eventType: o.eventType ?? 'e', reference: null, callbackUrl: null,
-        messages: { [channel]: { kind: 'rendered', body: 'hi' } }, deliveries, quota: (ch) => (ch === 'email' ? 2 : 0),
+        clientId: c.clientId,
+        idempotencyKey: key,
+        requestHash: JSON.stringify([o.tenant, o.recipient, o.eventType, channel, o.n]),
+        handoffId,
+        responseBody: JSON.stringify({ handoff_id: handoffId }),
+        tenant: o.tenant ?? 'acme',
+        eventType: o.eventType ?? 'e',
+        reference: null,
+        callbackUrl: null,
+        messages: { [channel]: { kind: 'rendered', body: 'hi' } },
+        deliveries,
+        quota: (ch) => (ch === 'email' ? 2 : 0),
       };
     };
     const k = (name: string) => uniqueKey(name);
@@ -166,8 +280,14 @@ t.test('concurrent accepts', async (t) => {
       ['created (first of a reused key)', input(reused)],
       ['422: the same key with another body', input(reused, { recipient: '+1555129' })],
       ['400: tenant not provisioned', input(refusedThenValid, { tenant: 'globex' })],
-      ['created: the key of a refused item is free again', input(refusedThenValid, { recipient: '+1555130' })],
-      ['created: 2 email of a quota of 2', input(k('email-fits'), { channel: 'email', recipient: 'a', n: 2 })],
+      [
+        'created: the key of a refused item is free again',
+        input(refusedThenValid, { recipient: '+1555130' }),
+      ],
+      [
+        'created: 2 email of a quota of 2',
+        input(k('email-fits'), { channel: 'email', recipient: 'a', n: 2 }),
+      ],
       ['429: one email more', input(k('email-over'), { channel: 'email', recipient: 'b' })],
     ];
     const before = await stored(c.clientId);
@@ -181,35 +301,62 @@ t.test('concurrent accepts', async (t) => {
       return { settled, names };
     };
     const { settled, names } = await batch(items);
-    t.same(
-      names,
-      [
-        'created: created',
-        'created (first of two): created',
-        'replay of the first: replay',
-        'created (first of a reused key): created',
-        '422: the same key with another body: ENS_ERR_IDEMPOTENCY_KEY_REUSED',
-        '400: tenant not provisioned: ENS_ERR_TENANT_NOT_PROVISIONED',
-        'created: the key of a refused item is free again: created',
-        'created: 2 email of a quota of 2: created',
-        '429: one email more: ENS_ERR_QUOTA_EXCEEDED',
-      ],
-    );
+    t.same(names, [
+      'created: created',
+      'created (first of two): created',
+      'replay of the first: replay',
+      'created (first of a reused key): created',
+      '422: the same key with another body: ENS_ERR_IDEMPOTENCY_KEY_REUSED',
+      '400: tenant not provisioned: ENS_ERR_TENANT_NOT_PROVISIONED',
+      'created: the key of a refused item is free again: created',
+      'created: 2 email of a quota of 2: created',
+      '429: one email more: ENS_ERR_QUOTA_EXCEEDED',
+    ]);
     const replay = settled[2] as PromiseFulfilledResult<AcceptOutcome>;
-    t.equal(replay.value.responseBody, items[1]![1].responseBody, "the replay answers the first item's response");
-    const ids = settled.flatMap((x, i) => (x.status === 'fulfilled' && x.value.outcome === 'created' ? [items[i]![1].handoffId] : []));
-    const txs = (await q('SELECT count(DISTINCT xmin::text)::int AS n FROM handoffs WHERE id = ANY($1::uuid[])', [ids]))[0].n;
-    t.equal(txs, 2, 'one transaction for the batch, one more for the item whose key was freed by a refused one');
-    t.same(await stored(c.clientId), { handoffs: before.handoffs + 5, deliveries: before.deliveries + 6, keys: before.keys + 5 }, 'five handoffs stored, nothing for the others');
+    t.equal(
+      replay.value.responseBody,
+      items[1]![1].responseBody,
+      "the replay answers the first item's response",
+    );
+    const ids = settled.flatMap((x, i) =>
+      x.status === 'fulfilled' && x.value.outcome === 'created' ? [items[i]![1].handoffId] : [],
+    );
+    const txs = (
+      await q(
+        'SELECT count(DISTINCT xmin::text)::int AS n FROM handoffs WHERE id = ANY($1::uuid[])',
+        [ids],
+      )
+    )[0].n;
+    t.equal(
+      txs,
+      2,
+      'one transaction for the batch, one more for the item whose key was freed by a refused one',
+    );
+    t.same(
+      await stored(c.clientId),
+      { handoffs: before.handoffs + 5, deliveries: before.deliveries + 6, keys: before.keys + 5 },
+      'five handoffs stored, nothing for the others',
+    );
 
     // A batch that PostgreSQL refuses as a whole is redone item by item: only the bad one fails.
     const second = await batch([
       ['created before the failing one', input(k('before'))],
-      ['a value PostgreSQL refuses (500) fails alone', input(k('nul'), { eventType: 'bad\u0000byte' })],
+      [
+        'a value PostgreSQL refuses (500) fails alone',
+        input(k('nul'), { eventType: 'bad\u0000byte' }),
+      ],
       ['created after the failing one', input(k('after'))],
     ]);
-    t.same(second.names, ['created before the failing one: created', 'a value PostgreSQL refuses (500) fails alone: 22021', 'created after the failing one: created']);
-    t.same(await stored(c.clientId), { handoffs: before.handoffs + 7, deliveries: before.deliveries + 8, keys: before.keys + 7 });
+    t.same(second.names, [
+      'created before the failing one: created',
+      'a value PostgreSQL refuses (500) fails alone: 22021',
+      'created after the failing one: created',
+    ]);
+    t.same(await stored(c.clientId), {
+      handoffs: before.handoffs + 7,
+      deliveries: before.deliveries + 8,
+      keys: before.keys + 7,
+    });
     t.same(await svc.rt.clients.usageToday(c.clientId), { sms: 6, email: 2 });
   });
 });

@@ -26,7 +26,10 @@ t.test('the live OpenAPI document lints clean under Redocly recommended', async 
   const res = await fetch(`${svc.baseUrl}/docs/json`);
   t.equal(res.status, 200);
   const doc = (await res.json()) as { paths: Record<string, unknown> };
-  t.ok(Object.keys(doc.paths).some((p) => p.startsWith('/webhooks/')), 'the webhook routes are in the linted document');
+  t.ok(
+    Object.keys(doc.paths).some((p) => p.startsWith('/webhooks/')),
+    'the webhook routes are in the linted document',
+  );
 
   const dir = await mkdtemp(path.join(tmpdir(), 'ens-openapi-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -34,19 +37,31 @@ t.test('the live OpenAPI document lints clean under Redocly recommended', async 
   await writeFile(file, JSON.stringify(doc, null, 2));
 
   // Redocly exits non-zero when it finds an error; its JSON report is on stdout either way.
-  const run = await promisify(execFile)(process.execPath, [redocly, 'lint', file, '--config', path.join(root, 'redocly.yaml'), '--format', 'json'], {
-    cwd: root,
-    env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
-    maxBuffer: 16 * 1024 * 1024,
-  }).catch((e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? '', stderr: e.stderr ?? '' }));
-  let report: { totals: { errors: number; warnings: number; ignored: number }; problems: LintProblem[] };
+  const run = await promisify(execFile)(
+    process.execPath,
+    [redocly, 'lint', file, '--config', path.join(root, 'redocly.yaml'), '--format', 'json'],
+    {
+      cwd: root,
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  ).catch((e: { stdout?: string; stderr?: string }) => ({
+    stdout: e.stdout ?? '',
+    stderr: e.stderr ?? '',
+  }));
+  let report: {
+    totals: { errors: number; warnings: number; ignored: number };
+    problems: LintProblem[];
+  };
   try {
     report = JSON.parse(run.stdout);
   } catch {
     t.fail(`redocly printed no JSON report; stderr: ${run.stderr}`);
     return;
   }
-  const listed = report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`);
+  const listed = report.problems.map(
+    (p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`,
+  );
   t.same(listed, [], 'no problem reported');
   t.equal(report.totals.errors, 0, '0 errors');
   t.equal(report.totals.warnings, 0, '0 warnings');

@@ -30,7 +30,8 @@ t.test('list pages, filters and the look-up of one address walk the primary key'
   await migrate(db);
   await db.query(`INSERT INTO clients (id, name, secret_hash) VALUES ('plans', 'plans', 'x')`);
   await db.query(`INSERT INTO tenants (client_id, id) VALUES ('plans', 'big'), ('plans', 'other')`);
-  // 100,000 entries in tenant big (sms and email, four reasons, some scoped), and as many in another.
+  // 100,000 entries in tenant big (sms and email, four reasons, some scoped), and as many in
+  // another.
   for (const tenant of ['big', 'other']) {
     await db.query(
       `INSERT INTO suppressions (client_id, tenant, channel, address, scope, reason, source)
@@ -64,9 +65,24 @@ t.test('list pages, filters and the look-up of one address walk the primary key'
     return nodes((r.rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan);
   };
   const walksThePrimaryKey = (t: Test, all: PlanNode[], what: string) => {
-    const onTable = all.filter((n) => n['Relation Name'] === 'suppressions' && n['Node Type'] !== 'ModifyTable');
-    t.ok(onTable.length === 1 && /Index( Only)? Scan/.test(onTable[0]!['Node Type']) && onTable[0]!['Index Name'] === 'suppressions_pkey', `${what}: an index scan of suppressions_pkey (${all.map((n) => `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`).join(' > ')})`);
-    t.notOk(all.some((n) => n['Node Type'] === 'Sort' || n['Node Type'] === 'Seq Scan' || n['Node Type'].startsWith('Bitmap')), `${what}: no sort, no sequential or bitmap scan`);
+    const onTable = all.filter(
+      (n) => n['Relation Name'] === 'suppressions' && n['Node Type'] !== 'ModifyTable',
+    );
+    t.ok(
+      onTable.length === 1 &&
+        /Index( Only)? Scan/.test(onTable[0]!['Node Type']) &&
+        onTable[0]!['Index Name'] === 'suppressions_pkey',
+      `${what}: an index scan of suppressions_pkey (${all.map((n) => `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`).join(' > ')})`,
+    );
+    t.notOk(
+      all.some(
+        (n) =>
+          n['Node Type'] === 'Sort' ||
+          n['Node Type'] === 'Seq Scan' ||
+          n['Node Type'].startsWith('Bitmap'),
+      ),
+      `${what}: no sort, no sequential or bitmap scan`,
+    );
   };
 
   const first = await store.list('plans', 'big', { limit: 1000 });
@@ -79,29 +95,57 @@ t.test('list pages, filters and the look-up of one address walk the primary key'
   const after = await plan();
   walksThePrimaryKey(t, after, 'a page after a cursor');
   const bound = after.find((n) => n['Relation Name'] === 'suppressions')?.['Index Cond'] ?? '';
-  t.match(bound, /ROW\(channel, address, scope\) >/, `the cursor starts the index scan where the page before ended, not at the tenant's first entry: ${bound}`);
+  t.match(
+    bound,
+    /ROW\(channel, address, scope\) >/,
+    `the cursor starts the index scan where the page before ended, not at the tenant's first entry: ${bound}`,
+  );
 
   const cases: [string, SuppressionQuery][] = [
     ['filtered by reason', { limit: 1000, reason: 'complaint' }],
     ['filtered by channel', { limit: 1000, channel: 'email' }],
-    ['filtered by channel and reason, after a cursor', { limit: 1000, channel: 'sms', reason: 'opt_out', cursor }],
+    [
+      'filtered by channel and reason, after a cursor',
+      { limit: 1000, channel: 'sms', reason: 'opt_out', cursor },
+    ],
     ['one address (every scope)', { limit: 1000, channel: 'sms', address: '+15550000010' }],
-    ['one email address, given in another case', { limit: 1000, channel: 'email', address: 'USER30@Example.COM' }],
+    [
+      'one email address, given in another case',
+      { limit: 1000, channel: 'email', address: 'USER30@Example.COM' },
+    ],
   ];
   for (const [what, q] of cases) {
     const page = await store.list('plans', 'big', q);
     t.ok(page.results.length > 0, `${what}: found entries`);
     walksThePrimaryKey(t, await plan(), what);
   }
-  const one = await store.list('plans', 'big', { limit: 1000, channel: 'sms', address: '+15550000010' });
-  t.same(one.results.map((e) => e.scope), ['newsletter.weekly'], 'the address found by key');
+  const one = await store.list('plans', 'big', {
+    limit: 1000,
+    channel: 'sms',
+    address: '+15550000010',
+  });
+  t.same(
+    one.results.map((e) => e.scope),
+    ['newsletter.weekly'],
+    'the address found by key',
+  );
 
-  // The look-up of one address is an equality on the whole key prefix: an index condition on all four.
-  await store.list('plans', 'big', { limit: 1000, channel: 'email', address: 'user30@example.com' });
+  // The look-up of one address is an equality on the whole key prefix: an index condition on all
+  // four.
+  await store.list('plans', 'big', {
+    limit: 1000,
+    channel: 'email',
+    address: 'user30@example.com',
+  });
   const scan = (await plan()).find((n) => n['Relation Name'] === 'suppressions');
-  t.match(scan?.['Index Cond'] ?? '', /client_id.*tenant.*channel.*address/, `the index condition holds the whole key prefix: ${scan?.['Index Cond']}`);
+  t.match(
+    scan?.['Index Cond'] ?? '',
+    /client_id.*tenant.*channel.*address/,
+    `the index condition holds the whole key prefix: ${scan?.['Index Cond']}`,
+  );
 
-  // remove() ran its DELETE … RETURNING; EXPLAIN without ANALYZE reads its plan without running it again.
+  // remove() ran its DELETE … RETURNING; EXPLAIN without ANALYZE reads its plan without running it
+  // again.
   const removed = await store.remove('plans', 'big', 'sms', '+15550000011');
   t.equal(removed.length, 1);
   walksThePrimaryKey(t, await plan(), 'removing one address');

@@ -19,9 +19,26 @@ t.test('the public and internal entries name every export', async (t) => {
 t.test('public and internal are apart', async (t) => {
   const both = Object.keys(core).filter((k) => k in internal);
   t.same(both, [], 'no name is exported by both');
-  for (const machinery of ['consumeWorkQueue', 'createPool', 'parseSendWakeup', 'startJobs', 'Coalescer', 'SecretBox', 'httpDuration']) {
+  for (const machinery of [
+    'consumeWorkQueue',
+    'createPool',
+    'parseSendWakeup',
+    'startJobs',
+    'Coalescer',
+    'SecretBox',
+    'httpDuration',
+  ]) {
     t.notOk(machinery in core, `${machinery} is not public`);
     t.ok(machinery in internal, `${machinery} is internal`);
   }
-  for (const domain of ['loadConfig', 'Errors', 'openRuntime', 'Handoff', 'planDeliveries', 'checkOutboundUrl', 'migrate']) t.ok(domain in core, `${domain} is public`);
+  for (const domain of [
+    'loadConfig',
+    'Errors',
+    'openRuntime',
+    'Handoff',
+    'planDeliveries',
+    'checkOutboundUrl',
+    'migrate',
+  ])
+    t.ok(domain in core, `${domain} is public`);
 });

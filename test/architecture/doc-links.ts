@@ -32,7 +32,9 @@ function htmlAttrs(html: string, name: string): string[] {
   return [...html.matchAll(HTML_ATTR(name))].map((m) => m[1] ?? m[2] ?? '');
 }
 
-/** A heading's text as GitHub slugs it: the rendered text, with code spans' content and no markup. */
+/**
+ * A heading's text as GitHub slugs it: the rendered text, with code spans' content and no markup.
+ */
 function headingText(inline: Token): string {
   return (inline.children ?? [])
     .map((c) => (c.type === 'text' || c.type === 'code_inline' ? c.content : ''))
@@ -46,8 +48,12 @@ export function anchorsOf(markdown: string): Set<string> {
   const tokens = md.parse(markdown, {});
   tokens.forEach((tok, i) => {
     if (tok.type === 'heading_open') anchors.add(slugger.slug(headingText(tokens[i + 1]!)));
-    const html = tok.type === 'html_block' ? [tok.content] : (tok.children ?? []).filter((c) => c.type === 'html_inline').map((c) => c.content);
-    for (const h of html) for (const a of [...htmlAttrs(h, 'id'), ...htmlAttrs(h, 'name')]) anchors.add(a);
+    const html =
+      tok.type === 'html_block'
+        ? [tok.content]
+        : (tok.children ?? []).filter((c) => c.type === 'html_inline').map((c) => c.content);
+    for (const h of html)
+      for (const a of [...htmlAttrs(h, 'id'), ...htmlAttrs(h, 'name')]) anchors.add(a);
   });
   return anchors;
 }
@@ -58,13 +64,15 @@ export function linksOf(markdown: string): Link[] {
   for (const tok of md.parse(markdown, {})) {
     const line = (tok.map?.[0] ?? 0) + 1;
     if (tok.type === 'html_block') {
-      for (const href of [...htmlAttrs(tok.content, 'href'), ...htmlAttrs(tok.content, 'src')]) links.push({ href, line });
+      for (const href of [...htmlAttrs(tok.content, 'href'), ...htmlAttrs(tok.content, 'src')])
+        links.push({ href, line });
     }
     for (const c of tok.children ?? []) {
       if (c.type === 'link_open') links.push({ href: String(c.attrGet('href') ?? ''), line });
       else if (c.type === 'image') links.push({ href: String(c.attrGet('src') ?? ''), line });
       else if (c.type === 'html_inline') {
-        for (const href of [...htmlAttrs(c.content, 'href'), ...htmlAttrs(c.content, 'src')]) links.push({ href, line });
+        for (const href of [...htmlAttrs(c.content, 'href'), ...htmlAttrs(c.content, 'src')])
+          links.push({ href, line });
       }
     }
   }
@@ -88,7 +96,10 @@ export function brokenLinks(root: string, files: readonly string[]): BrokenLink[
   const anchors = new Map<string, Set<string>>();
   const anchorsIn = (abs: string) => {
     let a = anchors.get(abs);
-    if (!a) anchors.set(abs, (a = anchorsOf(readFileSync(abs, 'utf8'))));
+    if (!a) {
+      a = anchorsOf(readFileSync(abs, 'utf8'));
+      anchors.set(abs, a);
+    }
     return a;
   };
   const broken: BrokenLink[] = [];
@@ -100,13 +111,24 @@ export function brokenLinks(root: string, files: readonly string[]): BrokenLink[
       const hash = href.indexOf('#');
       const target = (hash < 0 ? href : href.slice(0, hash)).replace(/\?.*$/, '');
       const anchor = hash < 0 ? undefined : decode(href.slice(hash + 1));
-      const to = target === '' ? abs : target.startsWith('/') ? path.join(root, decode(target)) : path.resolve(path.dirname(abs), decode(target));
+      const to =
+        target === ''
+          ? abs
+          : target.startsWith('/')
+            ? path.join(root, decode(target))
+            : path.resolve(path.dirname(abs), decode(target));
       const rel = path.relative(root, to);
       if (rel.startsWith('..') || path.isAbsolute(rel)) {
         broken.push({ file, ...link, problem: 'points outside the repository' });
       } else if (!existsSync(to)) {
         broken.push({ file, ...link, problem: `${rel} does not exist` });
-      } else if (anchor !== undefined && anchor !== '' && statSync(to).isFile() && to.endsWith('.md') && !anchorsIn(to).has(anchor)) {
+      } else if (
+        anchor !== undefined &&
+        anchor !== '' &&
+        statSync(to).isFile() &&
+        to.endsWith('.md') &&
+        !anchorsIn(to).has(anchor)
+      ) {
         broken.push({ file, ...link, problem: `${rel} has no heading with the anchor #${anchor}` });
       }
     }
@@ -116,6 +138,12 @@ export function brokenLinks(root: string, files: readonly string[]): BrokenLink[
 
 /** Every Markdown file of the repository that git tracks or would track (ignored ones left out). */
 export function markdownFiles(root: string): string[] {
-  const out = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z', '--', '*.md'], { cwd: root, encoding: 'utf8' });
-  return [...new Set(out.split('\0').filter(Boolean))].filter((f) => existsSync(path.join(root, f))).sort();
+  const out = execFileSync(
+    'git',
+    ['ls-files', '--cached', '--others', '--exclude-standard', '-z', '--', '*.md'],
+    { cwd: root, encoding: 'utf8' },
+  );
+  return [...new Set(out.split('\0').filter(Boolean))]
+    .filter((f) => existsSync(path.join(root, f)))
+    .sort();
 }

@@ -33,7 +33,9 @@ export function readJson(file: string): Record<string, unknown> {
 }
 
 function depNames(pkg: Record<string, unknown>): string[] {
-  return ['dependencies', 'devDependencies', 'peerDependencies', 'optionalDependencies'].flatMap((k) => Object.keys((pkg[k] as object | undefined) ?? {}));
+  return ['dependencies', 'devDependencies', 'peerDependencies', 'optionalDependencies'].flatMap(
+    (k) => Object.keys((pkg[k] as object | undefined) ?? {}),
+  );
 }
 
 export function workspaces(): Workspace[] {
@@ -62,19 +64,29 @@ export function sourceFiles(dir: string): string[] {
 
 // Static imports and re-exports (`import … from 'x'`, `export … from 'x'`, `import 'x'`) and
 // dynamic `import('x')` with a literal argument.
-const IMPORT = /(?:^|[\s;])(?:import|export)\s(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+const IMPORT =
+  /(?:^|[\s;])(?:import|export)\s(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 export function importsOf(ws: Workspace): ImportSite[] {
   return sourceFiles(ws.dir).flatMap((file) => {
-    const text = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    const text = readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
     const inTest = path.relative(ws.dir, file).split(path.sep)[0] === 'test';
-    return [...text.matchAll(IMPORT)].map((m) => ({ file: path.relative(root, file), specifier: (m[1] ?? m[2])!, inTest }));
+    return [...text.matchAll(IMPORT)].map((m) => ({
+      file: path.relative(root, file),
+      specifier: (m[1] ?? m[2])!,
+      inTest,
+    }));
   });
 }
 
-/** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`; null for relative and built-in modules. */
+/**
+ * `@scope/name/sub` → `@scope/name`; `name/sub` → `name`; null for relative and built-in modules.
+ */
 export function packageOf(specifier: string): string | null {
-  if (specifier.startsWith('.') || specifier.startsWith('/') || specifier.startsWith('node:')) return null;
+  if (specifier.startsWith('.') || specifier.startsWith('/') || specifier.startsWith('node:'))
+    return null;
   const parts = specifier.split('/');
   const name = specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
   return builtinModules.includes(name) ? null : name;

@@ -1,6 +1,14 @@
 import path from 'node:path';
 import t from 'tap';
-import { FLOORS, importsOf, packageOf, root, rootDevDependencies, workspaces, type Workspace } from './workspace-graph.ts';
+import {
+  FLOORS,
+  importsOf,
+  packageOf,
+  root,
+  rootDevDependencies,
+  workspaces,
+  type Workspace,
+} from './workspace-graph.ts';
 
 /**
  * The folder tree is the architecture, and this test keeps it true:
@@ -18,7 +26,9 @@ function mayImport(from: Workspace, to: Workspace): boolean {
   if (from === to) return true;
   if (from.group === 'plugins') return to.name === '@ens/plugin-sdk';
   if (to.group === 'plugins') return false;
-  return FLOORS[to.group] < FLOORS[from.group] || (from.group === 'packages' && to.group === 'packages');
+  return (
+    FLOORS[to.group] < FLOORS[from.group] || (from.group === 'packages' && to.group === 'packages')
+  );
 }
 
 interface Finding {
@@ -36,13 +46,17 @@ function findings(list: Workspace[] = all): Finding[] {
         if (!site.specifier.startsWith('.')) continue;
         const target = path.resolve(root, path.dirname(site.file), site.specifier);
         const inside = target.startsWith(ws.dir + path.sep);
-        const harness = site.inTest && target.startsWith(path.join(root, 'test', 'harness') + path.sep);
-        if (!inside && !harness) found.push({ kind: 'reaches out', file: site.file, specifier: site.specifier });
+        const harness =
+          site.inTest && target.startsWith(path.join(root, 'test', 'harness') + path.sep);
+        if (!inside && !harness)
+          found.push({ kind: 'reaches out', file: site.file, specifier: site.specifier });
         continue;
       }
       const dep = byName.get(pkg);
-      if (dep && !mayImport(ws, dep)) found.push({ kind: 'upward', file: site.file, specifier: site.specifier });
-      const declared = dep === ws || ws.declared.has(pkg) || (site.inTest && rootDevDependencies.has(pkg));
+      if (dep && !mayImport(ws, dep))
+        found.push({ kind: 'upward', file: site.file, specifier: site.specifier });
+      const declared =
+        dep === ws || ws.declared.has(pkg) || (site.inTest && rootDevDependencies.has(pkg));
       if (!declared) found.push({ kind: 'undeclared', file: site.file, specifier: site.specifier });
     }
   }
@@ -52,8 +66,10 @@ function findings(list: Workspace[] = all): Finding[] {
 t.test('the workspaces are the four floors', async (t) => {
   t.ok(byName.has('@ens/app'), 'the ens program is an app');
   t.equal(byName.get('@ens/app')?.group, 'apps');
-  for (const role of ['api', 'worker', 'callbacks', 'feed', 'ops']) t.equal(byName.get(`@ens/service-${role}`)?.group, 'services', role);
-  for (const lib of ['core', 'plugin-sdk', 'local-engines']) t.equal(byName.get(`@ens/${lib}`)?.group, 'packages', lib);
+  for (const role of ['api', 'worker', 'callbacks', 'feed', 'ops'])
+    t.equal(byName.get(`@ens/service-${role}`)?.group, 'services', role);
+  for (const lib of ['core', 'plugin-sdk', 'local-engines'])
+    t.equal(byName.get(`@ens/${lib}`)?.group, 'packages', lib);
 });
 
 t.test('every import points down or sideways into packages, and is declared', async (t) => {
@@ -74,5 +90,8 @@ t.test('the check catches what it is for', async (t) => {
   t.ok(mayImport(core, sdk), 'packages import each other');
   t.ok(mayImport(twilio, sdk), 'a plugin imports the SDK');
   const undeclared = findings([{ ...api, declared: new Set() }]);
-  t.ok(undeclared.some((f) => f.kind === 'undeclared' && f.specifier === '@ens/core'), 'a workspace that declares nothing is caught');
+  t.ok(
+    undeclared.some((f) => f.kind === 'undeclared' && f.specifier === '@ens/core'),
+    'a workspace that declares nothing is caught',
+  );
 });

@@ -39,7 +39,10 @@ export async function rawAccept(databaseUrl: string, s: AcceptSettings): Promise
       op: async (worker) => {
         const c = clients[worker]!;
         await c.query('BEGIN');
-        await c.query('INSERT INTO bench_raw (id, payload) VALUES ($1, $2)', [randomUUID(), payload]);
+        await c.query('INSERT INTO bench_raw (id, payload) VALUES ($1, $2)', [
+          randomUUID(),
+          payload,
+        ]);
         await c.query('COMMIT');
         return 'ok';
       },
@@ -54,10 +57,15 @@ export async function rawAccept(databaseUrl: string, s: AcceptSettings): Promise
 /** Each op is one POST /v2/messages with one sms recipient; only 202 counts. */
 function sendOne(pool: ReturnType<typeof ensPool>['pool'], token: string) {
   let i = 0;
-  return async () => (await postHandoff(pool, token, handoffBody([phone(i++ % 7000)]))).status.toString();
+  return async () =>
+    (await postHandoff(pool, token, handoffBody([phone(i++ % 7000)]))).status.toString();
 }
 
-export async function ensAccept(baseUrl: string, token: string, s: AcceptSettings): Promise<LoadResult> {
+export async function ensAccept(
+  baseUrl: string,
+  token: string,
+  s: AcceptSettings,
+): Promise<LoadResult> {
   const p = ensPool(baseUrl, s.concurrency);
   try {
     return await closedLoop({ ...s, isOk: (o) => o === '202', op: sendOne(p.pool, token) });
@@ -67,12 +75,26 @@ export async function ensAccept(baseUrl: string, token: string, s: AcceptSetting
 }
 
 /** Open loop at `rate` requests/s; latency measured from each request's scheduled time. */
-export async function ensAcceptLatency(baseUrl: string, token: string, rate: number, s: Omit<AcceptSettings, 'concurrency'>): Promise<OpenLoopResult> {
+export async function ensAcceptLatency(
+  baseUrl: string,
+  token: string,
+  rate: number,
+  s: Omit<AcceptSettings, 'concurrency'>,
+): Promise<OpenLoopResult> {
   // Enough connections that the client never queues at the offered rate unless the server stalls.
   const p = ensPool(baseUrl, 128);
   try {
-    const r = await openLoop({ ...s, rate, maxOutstanding: 4096, isOk: (o) => o === '202', op: sendOne(p.pool, token) });
-    if (r.skipped > 0) progress(`accept latency: generator skipped ${r.skipped} requests (4096 already outstanding)`);
+    const r = await openLoop({
+      ...s,
+      rate,
+      maxOutstanding: 4096,
+      isOk: (o) => o === '202',
+      op: sendOne(p.pool, token),
+    });
+    if (r.skipped > 0)
+      progress(
+        `accept latency: generator skipped ${r.skipped} requests (4096 already outstanding)`,
+      );
     return r;
   } finally {
     await p.close();

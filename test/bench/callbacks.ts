@@ -30,7 +30,11 @@ export interface Receiver {
 }
 
 export async function startReceiver(): Promise<Receiver> {
-  const child: ChildProcess = await spawnNode(['--import=tsx', path.join(HERE, 'receiver-child.ts')], {}, 'ipc');
+  const child: ChildProcess = await spawnNode(
+    ['--import=tsx', path.join(HERE, 'receiver-child.ts')],
+    {},
+    'ipc',
+  );
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[receiver] ${d.toString()}`));
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
   const stop = onCleanup('callback receiver', async () => {
@@ -60,7 +64,10 @@ export async function startReceiver(): Promise<Receiver> {
       const done = next<ReceiverStats>('done');
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, rej) => {
-        timer = setTimeout(() => rej(new Error(`the receiver did not get ${n} posts within ${timeoutMs / 1000} s`)), timeoutMs);
+        timer = setTimeout(
+          () => rej(new Error(`the receiver did not get ${n} posts within ${timeoutMs / 1000} s`)),
+          timeoutMs,
+        );
       });
       const raced = Promise.race([done, timeout]).finally(() => clearTimeout(timer));
       raced.catch(() => {}); // awaited later by the caller; never an unhandled rejection meanwhile
@@ -102,7 +109,11 @@ export interface CallbackRate {
  * Raw baseline: 64 concurrent loops POSTing a ~300-byte JSON body with undici (the client ENS's
  * callbacks role uses), one keep-alive pool, to the receiver process. Measured at the receiver.
  */
-export async function rawCallbacks(receiver: Receiver, n: number, concurrency = 64): Promise<CallbackRate & { clientMs: number; bodyBytes: number }> {
+export async function rawCallbacks(
+  receiver: Receiver,
+  n: number,
+  concurrency = 64,
+): Promise<CallbackRate & { clientMs: number; bodyBytes: number }> {
   const origin = new URL(receiver.url).origin;
   const pool = new Pool(origin);
   const { done } = await receiver.expect(n);
@@ -114,7 +125,12 @@ export async function rawCallbacks(receiver: Receiver, n: number, concurrency = 
       Array.from({ length: concurrency }, async () => {
         while (sent < n) {
           sent++;
-          const res = await pool.request({ method: 'POST', path: '/hooks/ens', headers: { 'content-type': 'application/json' }, body: SAMPLE_BODY });
+          const res = await pool.request({
+            method: 'POST',
+            path: '/hooks/ens',
+            headers: { 'content-type': 'application/json' },
+            body: SAMPLE_BODY,
+          });
           await res.body.dump();
           if (res.statusCode !== 200) failures++;
         }
@@ -130,9 +146,18 @@ export async function rawCallbacks(receiver: Receiver, n: number, concurrency = 
   }
 }
 
-async function sendWithCallbacks(baseUrl: string, token: string, receiverUrl: string, n: number, perHandoff = 100): Promise<string[]> {
+async function sendWithCallbacks(
+  baseUrl: string,
+  token: string,
+  receiverUrl: string,
+  n: number,
+  perHandoff = 100,
+): Promise<string[]> {
   const bodies = Array.from({ length: Math.ceil(n / perHandoff) }, (_, i) =>
-    handoffBody(phones(Math.min(perHandoff, n - i * perHandoff), i * perHandoff), { eventType: 'callbacks', callbackUrl: receiverUrl }),
+    handoffBody(phones(Math.min(perHandoff, n - i * perHandoff), i * perHandoff), {
+      eventType: 'callbacks',
+      callbackUrl: receiverUrl,
+    }),
   );
   const p = ensPool(baseUrl, 8);
   try {
@@ -152,7 +177,13 @@ export interface EnsCallbacksE2E extends CallbackRate {
  * End to end on an all-roles ENS: rate = n / (first delivery sent_at → n-th callback received).
  * The worker and the callbacks role run at once, so this is bounded by the slower of the two.
  */
-export async function ensCallbacksEndToEnd(baseUrl: string, token: string, db: pg.Pool, receiver: Receiver, n: number): Promise<EnsCallbacksE2E> {
+export async function ensCallbacksEndToEnd(
+  baseUrl: string,
+  token: string,
+  db: pg.Pool,
+  receiver: Receiver,
+  n: number,
+): Promise<EnsCallbacksE2E> {
   const { done } = await receiver.expect(n);
   const t0 = wallMs();
   const ids = await sendWithCallbacks(baseUrl, token, receiver.url, n);
@@ -189,9 +220,14 @@ export async function ensCallbacksIsolated(
   const ids = await sendWithCallbacks(feeder.baseUrl, feeder.token, receiver.url, n);
   await waitNoPending(db, 'callbacks (queueing)');
   const statuses = await statusCounts(db, ids);
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM callbacks WHERE status = 'pending'`);
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM callbacks WHERE status = 'pending'`,
+  );
   const queued = rows[0]!.n;
-  if (queued !== n || statuses.sent !== n) progress(`callbacks: expected ${n} sent and queued, found ${JSON.stringify(statuses)} and ${queued} queued`);
+  if (queued !== n || statuses.sent !== n)
+    progress(
+      `callbacks: expected ${n} sent and queued, found ${JSON.stringify(statuses)} and ${queued} queued`,
+    );
   const { done } = await receiver.expect(n);
   const t0 = wallMs();
   let child: EnsChild | undefined;
@@ -201,7 +237,15 @@ export async function ensCallbacksIsolated(
     const s = await done;
     const diagnosis = await w?.stop();
     const ms = s.last - s.first;
-    return { n, ms, rate: n / (ms / 1000), fromSpawnMs: s.last - t0, queued, signed: s.signed, ...(diagnosis ? { diagnosis } : {}) };
+    return {
+      n,
+      ms,
+      rate: n / (ms / 1000),
+      fromSpawnMs: s.last - t0,
+      queued,
+      signed: s.signed,
+      ...(diagnosis ? { diagnosis } : {}),
+    };
   } finally {
     await child?.stop();
   }

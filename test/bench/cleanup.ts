@@ -2,8 +2,9 @@ import { progress } from './log.ts';
 
 /**
  * Everything the run starts (engines, ENS children, the receiver, temp dirs) registers how to undo
- * itself here. runCleanup() undoes it in reverse order; it runs from run.ts's finally block and from
- * the SIGINT/SIGTERM handler, so an interrupted or failed run leaves no process or directory behind.
+ * itself here. runCleanup() undoes it in reverse order; it runs from run.ts's finally block and
+ * from the SIGINT/SIGTERM handler, so an interrupted or failed run leaves no process or directory
+ * behind.
  */
 interface Entry {
   name: string;
@@ -43,7 +44,9 @@ export function runCleanup(): Promise<void> {
       try {
         await Promise.race([
           Promise.resolve().then(e.fn),
-          new Promise((_, rej) => setTimeout(() => rej(new Error('timed out after 30 s')), 30_000).unref()),
+          new Promise((_, rej) =>
+            setTimeout(() => rej(new Error('timed out after 30 s')), 30_000).unref(),
+          ),
         ]);
       } catch (err) {
         progress(`cleanup: ${e.name} failed: ${(err as Error).message}`);

@@ -14,14 +14,17 @@ interface ProcStat {
   pid: number;
   ppid: number;
   cpuSeconds: number;
-  /** CPU of its children that exited and were reaped (PostgreSQL backends of closed connections). */
+  /**
+   * CPU of its children that exited and were reaped (PostgreSQL backends of closed connections).
+   */
   reapedSeconds: number;
 }
 
 async function readProcStat(pid: number): Promise<ProcStat | null> {
   try {
     const s = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the parenthesised command name: state ppid ... utime(14) stime(15) cutime(16) cstime(17)
+    // Fields after the parenthesised command name: state ppid ... utime(14) stime(15) cutime(16)
+    // cstime(17)
     const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
     return {
       pid,
@@ -93,7 +96,10 @@ export interface Diagnosis {
   pgWaits: Record<string, number>;
   /** ENS event-loop delay over the window (prom-client's default metrics, reset at each scrape). */
   ensLoopDelayMs: { p50: number; p99: number; max: number } | null;
-  /** PostgreSQL WAL written and transaction ids assigned (= transactions that wrote) over the window. */
+  /**
+   * PostgreSQL WAL written and transaction ids assigned (= transactions that wrote) over the
+   * window.
+   */
   pg: { walBytes: number; writeTransactions: number } | null;
 }
 
@@ -101,7 +107,8 @@ async function pgCounters(db: pg.Pool | undefined): Promise<{ lsn: string; xid: 
   if (!db) return null;
   try {
     const { rows } = await db.query<{ lsn: string; xid: string }>(
-      'SELECT pg_current_wal_lsn()::text AS lsn, pg_snapshot_xmax(pg_current_snapshot())::text AS xid',
+      'SELECT pg_current_wal_lsn()::text AS lsn, pg_snapshot_xmax(pg_current_snapshot())::text ' +
+        'AS xid',
     );
     return rows[0] ?? null;
   } catch {
@@ -109,11 +116,20 @@ async function pgCounters(db: pg.Pool | undefined): Promise<{ lsn: string; xid: 
   }
 }
 
-async function pgDelta(db: pg.Pool | undefined, before: { lsn: string; xid: string } | null): Promise<Diagnosis['pg']> {
+async function pgDelta(
+  db: pg.Pool | undefined,
+  before: { lsn: string; xid: string } | null,
+): Promise<Diagnosis['pg']> {
   const after = await pgCounters(db);
   if (!db || !before || !after) return null;
-  const { rows } = await db.query<{ wal: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS wal', [after.lsn, before.lsn]);
-  return { walBytes: Number(rows[0]!.wal), writeTransactions: Number(after.xid) - Number(before.xid) };
+  const { rows } = await db.query<{ wal: string }>(
+    'SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS wal',
+    [after.lsn, before.lsn],
+  );
+  return {
+    walBytes: Number(rows[0]!.wal),
+    writeTransactions: Number(after.xid) - Number(before.xid),
+  };
 }
 
 async function scrapeLoopDelay(baseUrl: string | undefined): Promise<Diagnosis['ensLoopDelayMs']> {
@@ -123,7 +139,9 @@ async function scrapeLoopDelay(baseUrl: string | undefined): Promise<Diagnosis['
     const res = await pool.request({ method: 'GET', path: '/metrics' });
     const text = await res.body.text();
     const metric = (name: string) => {
-      const m = new RegExp(`^ens_nodejs_eventloop_lag_${name}_seconds\\s+([0-9.eE+-]+)`, 'm').exec(text);
+      const m = new RegExp(`^ens_nodejs_eventloop_lag_${name}_seconds\\s+([0-9.eE+-]+)`, 'm').exec(
+        text,
+      );
       return m ? Number(m[1]) * 1000 : Number.NaN;
     };
     return { p50: metric('p50'), p99: metric('p99'), max: metric('max') };
@@ -157,16 +175,15 @@ export async function watch(o: {
     ? setInterval(() => {
         if (sampling) return;
         sampling = true;
-        o.db!
-          .query<{ w: string; n: number }>(
-            `SELECT CASE WHEN state = 'active' AND wait_event IS NULL THEN 'running (or waiting for CPU)'
+        o.db!.query<{ w: string; n: number }>(
+          `SELECT CASE WHEN state = 'active' AND wait_event IS NULL THEN 'running (or waiting for CPU)'
                          WHEN state = 'idle' THEN 'idle (in ENS''s pool or between queries)'
                          WHEN state LIKE 'idle in transaction%' THEN 'in a transaction, waiting for ENS'
                          WHEN wait_event_type = 'Lock' THEN 'Lock/' || wait_event || ' in "' || left(regexp_replace(query, '\\s+', ' ', 'g'), 50) || '"'
                          ELSE wait_event_type || '/' || wait_event END AS w, count(*)::int AS n
                FROM pg_stat_activity WHERE application_name = 'ens' AND backend_type = 'client backend' AND query NOT LIKE 'LISTEN%'
               GROUP BY 1`,
-          )
+        )
           .then(({ rows }) => {
             samples++;
             for (const r of rows) waits.set(r.w, (waits.get(r.w) ?? 0) + r.n);
@@ -191,30 +208,53 @@ export async function watch(o: {
         cpuSeconds[name] = Number(used.toFixed(2));
         cpuPct[name] = Math.round((100 * used) / seconds);
       }
-      cpuPct.others = Math.max(0, Math.round((100 * (after.machine.busy - before.machine.busy - accounted)) / seconds));
+      cpuPct.others = Math.max(
+        0,
+        Math.round((100 * (after.machine.busy - before.machine.busy - accounted)) / seconds),
+      );
       const totalSessions = [...waits.values()].reduce((a, b) => a + b, 0);
       const pgWaits = Object.fromEntries(
-        [...waits.entries()].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, Math.round((100 * n) / Math.max(1, totalSessions))]),
+        [...waits.entries()]
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, n]) => [k, Math.round((100 * n) / Math.max(1, totalSessions))]),
       );
       const cores = Math.round((after.machine.total - before.machine.total) / seconds) || 1;
       void samples;
-      return { seconds, cpuPct, cpuSeconds, machineCores: cores, pgWaits, ensLoopDelayMs: loop, pg: pgd };
+      return {
+        seconds,
+        cpuPct,
+        cpuSeconds,
+        machineCores: cores,
+        pgWaits,
+        ensLoopDelayMs: loop,
+        pg: pgd,
+      };
     },
   };
 }
 
 export function formatDiagnosis(d: Diagnosis): string {
-  const cpu = Object.entries(d.cpuPct).map(([k, v]) => `${k} ${v}%`).join(', ');
-  const waits = Object.entries(d.pgWaits).slice(0, 5).map(([k, v]) => `${v}% ${k}`).join(', ');
-  const loop = d.ensLoopDelayMs ? `; ENS event-loop delay p50 ${d.ensLoopDelayMs.p50.toFixed(1)} / p99 ${d.ensLoopDelayMs.p99.toFixed(1)} / max ${d.ensLoopDelayMs.max.toFixed(1)} ms` : '';
-  const pgw = d.pg ? `; PostgreSQL wrote ${(d.pg.walBytes / 1048576).toFixed(1)} MB of WAL in ${d.pg.writeTransactions} write transactions` : '';
+  const cpu = Object.entries(d.cpuPct)
+    .map(([k, v]) => `${k} ${v}%`)
+    .join(', ');
+  const waits = Object.entries(d.pgWaits)
+    .slice(0, 5)
+    .map(([k, v]) => `${v}% ${k}`)
+    .join(', ');
+  const loop = d.ensLoopDelayMs
+    ? `; ENS event-loop delay p50 ${d.ensLoopDelayMs.p50.toFixed(1)} / p99 ${d.ensLoopDelayMs.p99.toFixed(1)} / max ${d.ensLoopDelayMs.max.toFixed(1)} ms`
+    : '';
+  const pgw = d.pg
+    ? `; PostgreSQL wrote ${(d.pg.walBytes / 1048576).toFixed(1)} MB of WAL in ${d.pg.writeTransactions} write transactions`
+    : '';
   return `CPU (% of one core, ${d.machineCores} cores = ${d.machineCores * 100}%): ${cpu}${pgw}${waits ? `; ENS's PostgreSQL sessions: ${waits}` : ''}${loop}`;
 }
 
 /** CPU milliseconds per operation for each process group (others excluded: not ours). */
 export function cpuPerOp(d: Diagnosis, ops: number): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const [k, sec] of Object.entries(d.cpuSeconds)) out[k] = Number(((sec * 1000) / Math.max(1, ops)).toFixed(3));
+  for (const [k, sec] of Object.entries(d.cpuSeconds))
+    out[k] = Number(((sec * 1000) / Math.max(1, ops)).toFixed(3));
   return out;
 }
 
@@ -225,7 +265,9 @@ export function formatCpuPerOp(perOp: Record<string, number>, skip: string[] = [
 }
 
 export function totalCpuPerOp(d: Diagnosis, ops: number, skip: string[] = []): number {
-  return Object.entries(cpuPerOp(d, ops)).filter(([k]) => !skip.includes(k)).reduce((a, [, v]) => a + v, 0);
+  return Object.entries(cpuPerOp(d, ops))
+    .filter(([k]) => !skip.includes(k))
+    .reduce((a, [, v]) => a + v, 0);
 }
 
 /** WAL bytes and write transactions per operation, e.g. "1.2 KB WAL, 3.1 write tx". */

@@ -25,28 +25,47 @@ function logger(prefix: string): ((line: string) => void) | undefined {
  * not tmpfs), with fsync ON as in production. The raw baselines and ENS share these same engines.
  */
 export async function startEngines(root: string): Promise<BenchEngines> {
-  // When we run as root PostgreSQL runs as the postgres user, which must be able to reach its data dir.
+  // When we run as root PostgreSQL runs as the postgres user, which must be able to reach its data
+  // dir.
   await chmod(root, 0o755);
   await mkdir(join(root, 'nats'), { recursive: true });
   const pgLog = logger('postgres');
   const natsLog = logger('nats');
-  const postgres = await startPostgres({ dataDir: join(root, 'pg'), fsync: true, ...(pgLog ? { onLog: pgLog } : {}) });
+  const postgres = await startPostgres({
+    dataDir: join(root, 'pg'),
+    fsync: true,
+    ...(pgLog ? { onLog: pgLog } : {}),
+  });
   onCleanup('postgres', () => postgres.stop());
   progress(`postgres up at ${postgres.url} (fsync on)`);
-  const nats = await startNats({ storeDir: join(root, 'nats'), ...(natsLog ? { onLog: natsLog } : {}) });
+  const nats = await startNats({
+    storeDir: join(root, 'nats'),
+    ...(natsLog ? { onLog: natsLog } : {}),
+  });
   onCleanup('nats', () => nats.stop());
   progress(`nats up at ${nats.url}`);
 
   const c = new pg.Client({ connectionString: postgres.url });
   c.on('error', () => {});
   await c.connect();
-  const pgVersion = (await c.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v;
-  const settings = (await c.query<{ name: string; setting: string }>(
-    `SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'shared_buffers', 'wal_sync_method')`,
-  )).rows.map((r) => `${r.name}=${r.setting}`).join(' ');
+  const pgVersion = (await c.query<{ v: string }>(`SELECT current_setting('server_version') AS v`))
+    .rows[0]!.v;
+  const settings = (
+    await c.query<{ name: string; setting: string }>(
+      `SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'shared_buffers', 'wal_sync_method')`,
+    )
+  ).rows
+    .map((r) => `${r.name}=${r.setting}`)
+    .join(' ');
   await c.end();
   const natsVersion = await natsServerVersion(nats.url);
-  return { databaseUrl: postgres.url, natsUrl: nats.url, postgres, nats, versions: `PostgreSQL ${pgVersion} (${settings}), nats-server ${natsVersion}` };
+  return {
+    databaseUrl: postgres.url,
+    natsUrl: nats.url,
+    postgres,
+    nats,
+    versions: `PostgreSQL ${pgVersion} (${settings}), nats-server ${natsVersion}`,
+  };
 }
 
 async function natsServerVersion(url: string): Promise<string> {

@@ -11,7 +11,12 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 const ENS_BIN = path.join(ROOT, 'bin/ens.mjs');
 
 /** Environment shared by every ENS child and `ens clients create`. */
-export function ensEnv(o: { databaseUrl: string; natsUrl: string; dataDir: string; port?: number }): Record<string, string> {
+export function ensEnv(o: {
+  databaseUrl: string;
+  natsUrl: string;
+  dataDir: string;
+  port?: number;
+}): Record<string, string> {
   return {
     DATABASE_URL: o.databaseUrl,
     NATS_URL: o.natsUrl,
@@ -57,9 +62,14 @@ let setpriv: Promise<string | null> | undefined;
 function findSetpriv(): Promise<string | null> {
   setpriv ??= (async () => {
     for (const p of ['/usr/bin/setpriv', '/bin/setpriv']) {
-      const ok = await access(p, constants.X_OK).then(() => true, () => false);
+      const ok = await access(p, constants.X_OK).then(
+        () => true,
+        () => false,
+      );
       if (!ok) continue;
-      const works = await new Promise<boolean>((r) => execFile(p, ['--pdeathsig', 'TERM', '--', 'true'], (e) => r(!e)));
+      const works = await new Promise<boolean>((r) =>
+        execFile(p, ['--pdeathsig', 'TERM', '--', 'true'], (e) => r(!e)),
+      );
       if (works) return p;
     }
     return null;
@@ -68,9 +78,15 @@ function findSetpriv(): Promise<string | null> {
 }
 
 /** Spawns `node [extraNodeArgs] bin/ens.mjs <args>` so that it dies with us. */
-export async function spawnNode(nodeArgs: string[], env: Record<string, string>, stdio: 'pipe' | 'ipc' = 'pipe'): Promise<ChildProcess> {
+export async function spawnNode(
+  nodeArgs: string[],
+  env: Record<string, string>,
+  stdio: 'pipe' | 'ipc' = 'pipe',
+): Promise<ChildProcess> {
   const sp = await findSetpriv();
-  const [command, args] = sp ? [sp, ['--pdeathsig', 'TERM', '--', process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs];
+  const [command, args] = sp
+    ? [sp, ['--pdeathsig', 'TERM', '--', process.execPath, ...nodeArgs]]
+    : [process.execPath, nodeArgs];
   return spawn(command, args, {
     cwd: ROOT,
     env: { ...process.env, NODE_OPTIONS: '', ...env },
@@ -96,14 +112,14 @@ function collectLogs(child: ChildProcess, logs: LogSummary, tail: string[]): voi
     else if (level >= 40) logs.warnings++;
     else return;
     const key = msg.slice(0, 160);
-    if (logs.samples.has(key) || logs.samples.size < 20) logs.samples.set(key, (logs.samples.get(key) ?? 0) + 1);
+    if (logs.samples.has(key) || logs.samples.size < 20)
+      logs.samples.set(key, (logs.samples.get(key) ?? 0) + 1);
   };
   for (const stream of [child.stdout, child.stderr]) {
     let buf = '';
     stream?.on('data', (d: Buffer) => {
       buf += d.toString();
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
         onLine(buf.slice(0, i));
         buf = buf.slice(i + 1);
       }
@@ -123,13 +139,19 @@ export interface StartEnsOptions {
   snapshotDir?: string;
 }
 
-/** Starts `ens serve` as a child process and, when it runs the api role, waits for /readyz = 200. */
+/**
+ * Starts `ens serve` as a child process and, when it runs the api role, waits for /readyz = 200.
+ */
 export async function startEns(o: StartEnsOptions): Promise<EnsChild> {
   checkAborted();
   const port = await freePort();
   const nodeArgs = [
-    ...(o.profDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profDir}`, `--cpu-prof-name=${o.name}.cpuprofile`] : []),
-    ...(o.snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${o.snapshotDir}`] : []),
+    ...(o.profDir
+      ? ['--cpu-prof', `--cpu-prof-dir=${o.profDir}`, `--cpu-prof-name=${o.name}.cpuprofile`]
+      : []),
+    ...(o.snapshotDir
+      ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${o.snapshotDir}`]
+      : []),
     ...(o.nodeArgs ?? []),
     ENS_BIN,
     'serve',
@@ -139,7 +161,9 @@ export async function startEns(o: StartEnsOptions): Promise<EnsChild> {
   const logs: LogSummary = { warnings: 0, errors: 0, samples: new Map() };
   const tail: string[] = [];
   collectLogs(child, logs, tail);
-  const exited = new Promise<number | null>((r) => child.on('exit', (code, signal) => r(code ?? (signal ? -1 : null))));
+  const exited = new Promise<number | null>((r) =>
+    child.on('exit', (code, signal) => r(code ?? (signal ? -1 : null))),
+  );
   let hasExited = false;
   void exited.then(() => (hasExited = true));
   const pid = child.pid!;
@@ -173,18 +197,26 @@ export async function startEns(o: StartEnsOptions): Promise<EnsChild> {
   const deadline = Date.now() + 60_000;
   if (roles.includes('api')) {
     for (;;) {
-      if (hasExited) throw new Error(`ENS child ${o.name} exited during start-up:\n${tail.join('\n')}`);
-      const ok = await fetch(`${baseUrl}/readyz`).then((r) => r.status === 200, () => false);
+      if (hasExited)
+        throw new Error(`ENS child ${o.name} exited during start-up:\n${tail.join('\n')}`);
+      const ok = await fetch(`${baseUrl}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) break;
-      if (Date.now() > deadline) throw new Error(`ENS child ${o.name} not ready after 60 s:\n${tail.join('\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(`ENS child ${o.name} not ready after 60 s:\n${tail.join('\n')}`);
       await sleep(100);
     }
   } else {
     // No HTTP server to ask: give it a moment and make sure it did not die on start-up.
     await sleep(500);
-    if (hasExited) throw new Error(`ENS child ${o.name} exited during start-up:\n${tail.join('\n')}`);
+    if (hasExited)
+      throw new Error(`ENS child ${o.name} exited during start-up:\n${tail.join('\n')}`);
   }
-  progress(`ENS child "${o.name}" (pid ${pid}, roles ${roles.join(',')}) ${roles.includes('api') ? `ready at ${baseUrl}` : 'started'}`);
+  progress(
+    `ENS child "${o.name}" (pid ${pid}, roles ${roles.join(',')}) ${roles.includes('api') ? `ready at ${baseUrl}` : 'started'}`,
+  );
   return handle;
 }
 
@@ -195,34 +227,60 @@ export interface BenchClient {
 }
 
 /** `ens clients create --name bench --callback-secret`, which prints one JSON object. */
-export async function createClient(env: Record<string, string>, name = 'bench'): Promise<BenchClient> {
-  const child = await spawnNode([ENS_BIN, 'clients', 'create', '--name', name, '--callback-secret'], env);
+export async function createClient(
+  env: Record<string, string>,
+  name = 'bench',
+  /** Node flags before bin/ens.mjs: the sources instead of the build, for instance. */
+  nodeArgs: string[] = [],
+): Promise<BenchClient> {
+  const child = await spawnNode(
+    [...nodeArgs, ENS_BIN, 'clients', 'create', '--name', name, '--callback-secret'],
+    env,
+  );
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const code = await new Promise<number | null>((r) => child.on('exit', r));
   if (code !== 0) throw new Error(`ens clients create exited ${code}: ${err}`);
-  const o = JSON.parse(out) as { client_id: string; client_secret: string; callback_secret: string };
-  return { clientId: o.client_id, clientSecret: o.client_secret, callbackSecret: o.callback_secret };
+  const o = JSON.parse(out) as {
+    client_id: string;
+    client_secret: string;
+    callback_secret: string;
+  };
+  return {
+    clientId: o.client_id,
+    clientSecret: o.client_secret,
+    callbackSecret: o.callback_secret,
+  };
 }
 
 export async function mintToken(baseUrl: string, c: BenchClient): Promise<string> {
   const res = await fetch(`${baseUrl}/v1/oauth2/token/`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret }).toString(),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: c.clientId,
+      client_secret: c.clientSecret,
+    }).toString(),
   });
   const body = (await res.json()) as { access_token?: string };
-  if (res.status !== 200 || !body.access_token) throw new Error(`token request answered ${res.status}: ${JSON.stringify(body)}`);
+  if (res.status !== 200 || !body.access_token)
+    throw new Error(`token request answered ${res.status}: ${JSON.stringify(body)}`);
   return body.access_token;
 }
 
-export async function provisionTenant(baseUrl: string, token: string, tenant: string): Promise<void> {
+export async function provisionTenant(
+  baseUrl: string,
+  token: string,
+  tenant: string,
+): Promise<void> {
   const res = await fetch(`${baseUrl}/v2/tenants`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ tenant }),
   });
-  if (res.status !== 201 && res.status !== 200) throw new Error(`POST /v2/tenants answered ${res.status}: ${await res.text()}`);
+  if (res.status !== 201 && res.status !== 200)
+    throw new Error(`POST /v2/tenants answered ${res.status}: ${await res.text()}`);
 }

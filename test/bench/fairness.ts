@@ -12,7 +12,10 @@ import { summarise, type LatencySummary } from './stats.ts';
  * record would otherwise look slower for that reason alone.
  */
 export async function clearRecord(db: pg.Pool): Promise<void> {
-  await db.query('TRUNCATE handoffs, deliveries, attempts, delivery_events, callbacks, idempotency_keys, media_refs, media_objects CASCADE');
+  await db.query(
+    'TRUNCATE handoffs, deliveries, attempts, delivery_events, callbacks, idempotency_keys, ' +
+      'media_refs, media_objects CASCADE',
+  );
   await db.query('VACUUM ANALYZE');
 }
 
@@ -36,25 +39,55 @@ export interface BlastResult {
  * `handoffs` × `perHandoff` sms for the blaster's tenant, posted at once; from then until the
  * blast has drained, one sms for the other client every `everyMs`.
  */
-export async function blastWithSingles(baseUrl: string, db: pg.Pool, blaster: Sender, other: Sender, o: { handoffs: number; perHandoff: number; everyMs: number; offset: number }): Promise<BlastResult> {
+export async function blastWithSingles(
+  baseUrl: string,
+  db: pg.Pool,
+  blaster: Sender,
+  other: Sender,
+  o: { handoffs: number; perHandoff: number; everyMs: number; offset: number },
+): Promise<BlastResult> {
   const blastPool = ensPool(baseUrl, o.handoffs);
   const singlesPool = ensPool(baseUrl, 4);
   try {
     const startedAt = new Date();
-    const bodies = Array.from({ length: o.handoffs }, (_, i) => handoffBody(phones(o.perHandoff, o.offset + i * o.perHandoff), { tenant: blaster.tenant, eventType: 'newsletter' }));
-    const blast = mapLimit(bodies, o.handoffs, async (b) => handoffId(await postHandoff(blastPool.pool, blaster.token, b)));
-    // Singles go on until the blast has been accepted and then sent: "no blast row pending" alone is
-    // also true before its first 202 (on a busy machine the singles once stopped after five).
+    const bodies = Array.from({ length: o.handoffs }, (_, i) =>
+      handoffBody(phones(o.perHandoff, o.offset + i * o.perHandoff), {
+        tenant: blaster.tenant,
+        eventType: 'newsletter',
+      }),
+    );
+    const blast = mapLimit(bodies, o.handoffs, async (b) =>
+      handoffId(await postHandoff(blastPool.pool, blaster.token, b)),
+    );
+    // Singles go on until the blast has been accepted and then sent: "no blast row pending" alone
+    // is also true before its first 202 (on a busy machine the singles once stopped after five).
     let blastAnswered = false;
-    void blast.then(() => (blastAnswered = true), () => (blastAnswered = true));
+    void blast.then(
+      () => (blastAnswered = true),
+      () => (blastAnswered = true),
+    );
     const singles: Promise<unknown>[] = [];
     let i = 0;
     const pendingOfBlaster = async () =>
-      (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'pending'`, [blaster.clientId])).rows[0]!.n;
+      (
+        await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'pending'`,
+          [blaster.clientId],
+        )
+      ).rows[0]!.n;
     await sleep(o.everyMs);
     for (;;) {
       checkAborted();
-      singles.push(postHandoff(singlesPool.pool, other.token, handoffBody(phones(1, o.offset + 900_000 + i++), { tenant: other.tenant, eventType: 'auth.code' })).then(handoffId));
+      singles.push(
+        postHandoff(
+          singlesPool.pool,
+          other.token,
+          handoffBody(phones(1, o.offset + 900_000 + i++), {
+            tenant: other.tenant,
+            eventType: 'auth.code',
+          }),
+        ).then(handoffId),
+      );
       await sleep(o.everyMs);
       if (blastAnswered && i % 5 === 0 && (await pendingOfBlaster()) === 0) break;
     }
@@ -70,7 +103,12 @@ export async function blastWithSingles(baseUrl: string, db: pg.Pool, blaster: Se
       [blaster.clientId, startedAt],
     );
     // extract() answers numeric, which pg hands over as a string.
-    return { blastDeliveries: b.rows[0]!.n, blastRate: b.rows[0]!.n / Number(b.rows[0]!.s), singles: summarise(rows.map((r) => Number(r.ms))), singlesSent: rows.length };
+    return {
+      blastDeliveries: b.rows[0]!.n,
+      blastRate: b.rows[0]!.n / Number(b.rows[0]!.s),
+      singles: summarise(rows.map((r) => Number(r.ms))),
+      singlesSent: rows.length,
+    };
   } finally {
     await blastPool.close();
     await singlesPool.close();
@@ -78,19 +116,43 @@ export async function blastWithSingles(baseUrl: string, db: pg.Pool, blaster: Se
 }
 
 export interface ShareResult {
-  /** Seconds during which every client had work (from the last first send to the first last send). */
+  /**
+   * Seconds during which every client had work (from the last first send to the first last send).
+   */
   windowS: number;
-  perClient: { clientId: string; backlog: number; sentInWindow: number; rate: number; ofFairShare: number }[];
+  perClient: {
+    clientId: string;
+    backlog: number;
+    sentInWindow: number;
+    rate: number;
+    ofFairShare: number;
+  }[];
 }
 
-/** Backlogs of different sizes for each client at once; each client's sends per second while all have work. */
-export async function sharesUnderBacklogs(baseUrl: string, db: pg.Pool, senders: Sender[], backlogs: number[], offset: number): Promise<ShareResult> {
+/**
+ * Backlogs of different sizes for each client at once; each client's sends per second while all
+ * have work.
+ */
+export async function sharesUnderBacklogs(
+  baseUrl: string,
+  db: pg.Pool,
+  senders: Sender[],
+  backlogs: number[],
+  offset: number,
+): Promise<ShareResult> {
   const pool = ensPool(baseUrl, senders.length * 2);
   try {
     const startedAt = new Date();
     const PER = 10_000;
-    const posts = senders.flatMap((s, k) => Array.from({ length: Math.ceil(backlogs[k]! / PER) }, (_, j) => ({ s, body: handoffBody(phones(PER, offset + k * 200_000 + j * PER), { tenant: s.tenant }) })));
-    await mapLimit(posts, posts.length, async (p) => handoffId(await postHandoff(pool.pool, p.s.token, p.body)));
+    const posts = senders.flatMap((s, k) =>
+      Array.from({ length: Math.ceil(backlogs[k]! / PER) }, (_, j) => ({
+        s,
+        body: handoffBody(phones(PER, offset + k * 200_000 + j * PER), { tenant: s.tenant }),
+      })),
+    );
+    await mapLimit(posts, posts.length, async (p) =>
+      handoffId(await postHandoff(pool.pool, p.s.token, p.body)),
+    );
     await waitNoPending(db, 'fairness: backlogs');
     const { rows } = await db.query<{ client: string; first: Date; last: Date }>(
       `SELECT client_id AS client, min(sent_at) AS first, max(sent_at) AS last FROM deliveries WHERE client_id = ANY ($1) AND created_at >= $2 GROUP BY client_id`,
@@ -108,7 +170,13 @@ export async function sharesUnderBacklogs(baseUrl: string, db: pg.Pool, senders:
       windowS,
       perClient: senders.map((s, k) => {
         const n = counts.rows.find((r) => r.client === s.clientId)?.n ?? 0;
-        return { clientId: s.clientId, backlog: backlogs[k]!, sentInWindow: n, rate: n / windowS, ofFairShare: n / (total / senders.length) };
+        return {
+          clientId: s.clientId,
+          backlog: backlogs[k]!,
+          sentInWindow: n,
+          rate: n / windowS,
+          ofFairShare: n / (total / senders.length),
+        };
       }),
     };
   } finally {
@@ -122,8 +190,12 @@ export interface PaceResult {
   refusedForRate: number;
 }
 
-/** A fake Twilio that refuses sends over `perSecond` in any second, for the paced ENS to send to. */
-export async function startLimitedTwilio(perSecond: number): Promise<{ fake: FakeTwilio; baseUrl: string }> {
+/**
+ * A fake Twilio that refuses sends over `perSecond` in any second, for the paced ENS to send to.
+ */
+export async function startLimitedTwilio(
+  perSecond: number,
+): Promise<{ fake: FakeTwilio; baseUrl: string }> {
   const fake = new FakeTwilio();
   const baseUrl = await fake.start();
   fake.knobs.maxPerSecond = perSecond;
@@ -131,13 +203,32 @@ export async function startLimitedTwilio(perSecond: number): Promise<{ fake: Fak
 }
 
 /** `n` sms through the paced provider; the rate and refusals as the provider saw them. */
-export async function pacedSends(baseUrl: string, db: pg.Pool, sender: Sender, fake: FakeTwilio, n: number, offset: number): Promise<PaceResult> {
+export async function pacedSends(
+  baseUrl: string,
+  db: pg.Pool,
+  sender: Sender,
+  fake: FakeTwilio,
+  n: number,
+  offset: number,
+): Promise<PaceResult> {
   const pool = ensPool(baseUrl, 1);
   try {
-    handoffId(await postHandoff(pool.pool, sender.token, handoffBody(phones(n, offset), { tenant: sender.tenant })));
+    handoffId(
+      await postHandoff(
+        pool.pool,
+        sender.token,
+        handoffBody(phones(n, offset), { tenant: sender.tenant }),
+      ),
+    );
     await waitNoPending(db, 'pace');
-    const at = [...fake.messages.values()].map((m) => m.dateCreated.getTime()).sort((a, b) => a - b);
-    return { sent: at.length, rate: (at.length - 1) / ((at.at(-1)! - at[0]!) / 1000), refusedForRate: fake.refusedForRate };
+    const at = [...fake.messages.values()]
+      .map((m) => m.dateCreated.getTime())
+      .sort((a, b) => a - b);
+    return {
+      sent: at.length,
+      rate: (at.length - 1) / ((at.at(-1)! - at[0]!) / 1000),
+      refusedForRate: fake.refusedForRate,
+    };
   } finally {
     await pool.close();
   }

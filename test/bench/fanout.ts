@@ -15,7 +15,12 @@ export interface FanoutResult {
 }
 
 /** One handoff with `n` sms recipients. ENS must be idle before this starts. */
-export async function ensFanout(baseUrl: string, token: string, db: pg.Pool, n: number): Promise<FanoutResult> {
+export async function ensFanout(
+  baseUrl: string,
+  token: string,
+  db: pg.Pool,
+  n: number,
+): Promise<FanoutResult> {
   const body = handoffBody(phones(n), { eventType: 'fanout' });
   const p = ensPool(baseUrl, 1);
   try {
@@ -26,7 +31,14 @@ export async function ensFanout(baseUrl: string, token: string, db: pg.Pool, n: 
     const done = await waitNoPending(db, 'fan-out');
     const allSentMs = done - t0;
     const statuses = await statusCounts(db, [id]);
-    return { recipients: n, bodyBytes: Buffer.byteLength(body), acceptMs, allSentMs, sendRate: (statuses.sent ?? 0) / (allSentMs / 1000), statuses };
+    return {
+      recipients: n,
+      bodyBytes: Buffer.byteLength(body),
+      acceptMs,
+      allSentMs,
+      sendRate: (statuses.sent ?? 0) / (allSentMs / 1000),
+      statuses,
+    };
   } finally {
     await p.close();
   }

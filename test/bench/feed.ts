@@ -13,7 +13,10 @@ export interface FeedFill {
 }
 
 const BATCH = 100_000;
-/** Each synthetic row gets reference ref-(n % REFERENCES), so one reference matches ~total/1000 rows. */
+/**
+ * Each synthetic row gets reference ref-(n % REFERENCES), so one reference matches ~total/1000
+ * rows.
+ */
 const REFERENCES = 1000;
 
 /**
@@ -23,15 +26,22 @@ const REFERENCES = 1000;
  * from 2026-01-01 by 1 µs. Then VACUUM ANALYZE, as autovacuum would eventually do.
  */
 export async function fillFeed(db: pg.Pool, clientId: string, target: number): Promise<FeedFill> {
-  const existing = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1', [clientId])).rows[0]!.n;
+  const existing = (
+    await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1',
+      [clientId],
+    )
+  ).rows[0]!.n;
   const toInsert = Math.max(0, target - existing);
   const t0 = Date.now();
   if (toInsert > 0) {
-    const handoff = (await db.query<{ id: string }>(
-      `INSERT INTO handoffs (id, client_id, tenant, event_type, reference, messages)
+    const handoff = (
+      await db.query<{ id: string }>(
+        `INSERT INTO handoffs (id, client_id, tenant, event_type, reference, messages)
        VALUES (gen_random_uuid(), $1, 'bench', 'feed', NULL, '{"sms": {"kind": "rendered", "body": "hi"}}'::jsonb) RETURNING id`,
-      [clientId],
-    )).rows[0]!.id;
+        [clientId],
+      )
+    ).rows[0]!.id;
     for (let from = 1; from <= toInsert; from += BATCH) {
       const to = Math.min(toInsert, from + BATCH - 1);
       await db.query(
@@ -43,7 +53,9 @@ export async function fillFeed(db: pg.Pool, clientId: string, target: number): P
                 LATERAL (SELECT '2026-01-01'::timestamptz + n * interval '1 microsecond' AS ts) AS t`,
         [handoff, clientId, from, to],
       );
-      progress(`feed: inserted ${to.toLocaleString('en-US')} / ${toInsert.toLocaleString('en-US')} rows (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+      progress(
+        `feed: inserted ${to.toLocaleString('en-US')} / ${toInsert.toLocaleString('en-US')} rows (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+      );
     }
   }
   const insertMs = Date.now() - t0;
@@ -51,7 +63,12 @@ export async function fillFeed(db: pg.Pool, clientId: string, target: number): P
   progress('feed: VACUUM ANALYZE deliveries');
   await db.query('VACUUM ANALYZE deliveries');
   const vacuumMs = Date.now() - v0;
-  const total = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1', [clientId])).rows[0]!.n;
+  const total = (
+    await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1',
+      [clientId],
+    )
+  ).rows[0]!.n;
   return { target, existing, inserted: toInsert, insertMs, vacuumMs, total };
 }
 
@@ -79,7 +96,14 @@ async function stampAt(db: pg.Pool, clientId: string, offset: number): Promise<s
  * until the whole body is read. A case whose untimed requests already take over SLOW_MS gets only
  * SLOW_RUNS timed ones, so a slow feed cannot stretch the run by minutes (the miss shows anyway).
  */
-export async function timeFeedPages(baseUrl: string, token: string, db: pg.Pool, clientId: string, total: number, runs = 20): Promise<FeedCase[]> {
+export async function timeFeedPages(
+  baseUrl: string,
+  token: string,
+  db: pg.Pool,
+  clientId: string,
+  total: number,
+  runs = 20,
+): Promise<FeedCase[]> {
   const middle = await stampAt(db, clientId, Math.floor(total / 2));
   const nearEnd = await stampAt(db, clientId, Math.max(0, total - 1001));
   const cases: { name: string; params: Record<string, string> }[] = [
@@ -87,7 +111,10 @@ export async function timeFeedPages(baseUrl: string, token: string, db: pg.Pool,
     { name: 'middle', params: { limit: '1000', updated_since: middle } },
     { name: 'end', params: { limit: '1000', updated_since: nearEnd } },
     { name: 'reference, start', params: { limit: '1000', reference: 'ref-7' } },
-    { name: 'reference, middle', params: { limit: '1000', reference: 'ref-7', updated_since: middle } },
+    {
+      name: 'reference, middle',
+      params: { limit: '1000', reference: 'ref-7', updated_since: middle },
+    },
   ];
   const SLOW_MS = 250;
   const SLOW_RUNS = 5;
@@ -102,21 +129,30 @@ export async function timeFeedPages(baseUrl: string, token: string, db: pg.Pool,
       let n = runs;
       for (let i = 0; i < n + 3; i++) {
         const t0 = performance.now();
-        const res = await pool.request({ method: 'GET', path, headers: { authorization: `Bearer ${token}` } });
+        const res = await pool.request({
+          method: 'GET',
+          path,
+          headers: { authorization: `Bearer ${token}` },
+        });
         const text = await res.body.text();
         const ms = performance.now() - t0;
-        if (res.statusCode !== 200) throw new Error(`GET ${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
+        if (res.statusCode !== 200)
+          throw new Error(`GET ${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
         rows = (JSON.parse(text) as { results: unknown[] }).results.length;
         if (i >= 3) times.push(ms);
         else warm.push(ms);
         if (i === 2 && Math.max(...warm) > SLOW_MS) {
           n = SLOW_RUNS;
-          progress(`feed: ${c.name}: untimed requests took ${warm.map((w) => w.toFixed(0)).join(', ')} ms; timing only ${SLOW_RUNS}`);
+          progress(
+            `feed: ${c.name}: untimed requests took ${warm.map((w) => w.toFixed(0)).join(', ')} ms; timing only ${SLOW_RUNS}`,
+          );
         }
       }
       const s = summarise(times);
       out.push({ name: c.name, query: path, rows, ms: s });
-      progress(`feed: ${c.name}: ${rows} rows, p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms`);
+      progress(
+        `feed: ${c.name}: ${rows} rows, p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms`,
+      );
     }
   } finally {
     await pool.destroy().catch(() => {});

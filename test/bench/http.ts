@@ -37,7 +37,10 @@ export function phones(n: number, offset = 0): string[] {
   return Array.from({ length: n }, (_, i) => phone(offset + i));
 }
 
-export function handoffBody(recipients: string[], o: { callbackUrl?: string; eventType?: string; reference?: string; tenant?: string } = {}): string {
+export function handoffBody(
+  recipients: string[],
+  o: { callbackUrl?: string; eventType?: string; reference?: string; tenant?: string } = {},
+): string {
   return JSON.stringify({
     tenant: o.tenant ?? 'bench',
     event_type: o.eventType ?? 'bench',
@@ -57,7 +60,11 @@ export async function postHandoff(pool: Pool, token: string, body: string): Prom
   const res = await pool.request({
     method: 'POST',
     path: '/v2/messages',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': nextKey() },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'idempotency-key': nextKey(),
+    },
     body,
   });
   return { status: res.statusCode, body: await res.body.text() };
@@ -65,12 +72,17 @@ export async function postHandoff(pool: Pool, token: string, body: string): Prom
 
 /** For 202 answers: the handoff id of the accepted body. */
 export function handoffId(r: PostResult): string {
-  if (r.status !== 202) throw new Error(`POST /v2/messages answered ${r.status}: ${r.body.slice(0, 300)}`);
+  if (r.status !== 202)
+    throw new Error(`POST /v2/messages answered ${r.status}: ${r.body.slice(0, 300)}`);
   return (JSON.parse(r.body) as { handoff_id: string }).handoff_id;
 }
 
 /** Runs fn over items with at most `concurrency` at once; results in input order. */
-export async function mapLimit<T, R>(items: readonly T[], concurrency: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  concurrency: number,
+  fn: (item: T, i: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   await Promise.all(

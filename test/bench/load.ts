@@ -1,7 +1,10 @@
 import { isAborted } from './cleanup.ts';
 import { sleep } from './log.ts';
 
-/** Outcome label of one operation: "202", "ok", "error ECONNRESET", ... `worker` is the closed-loop worker's index (0 in an open loop). */
+/**
+ * Outcome label of one operation: "202", "ok", "error ECONNRESET", ... `worker` is the closed-loop
+ * worker's index (0 in an open loop).
+ */
 export type Op = (worker: number) => Promise<string>;
 
 export interface LoadResult {
@@ -14,7 +17,10 @@ export interface LoadResult {
   /** ok completions per second over the window. */
   rate: number;
   windowMs: number;
-  /** Latency (ms) of ok operations that started inside the window (open loop: from their scheduled time). */
+  /**
+   * Latency (ms) of ok operations that started inside the window (open loop: from their scheduled
+   * time).
+   */
   latenciesMs: number[];
 }
 
@@ -48,7 +54,11 @@ export async function closedLoop(o: {
     Array.from({ length: o.concurrency }, async (_, worker) => {
       while (performance.now() < end && !isAborted()) {
         const t0 = performance.now();
-        const outcome = await o.op(worker).catch((err: unknown) => `error ${(err as { code?: string }).code ?? (err as Error).message}`);
+        const outcome = await o
+          .op(worker)
+          .catch(
+            (err: unknown) => `error ${(err as { code?: string }).code ?? (err as Error).message}`,
+          );
         const t1 = performance.now();
         const good = o.isOk(outcome);
         if (good) live.okTotal++;
@@ -62,7 +72,14 @@ export async function closedLoop(o: {
   );
   clearTimeout(flip);
   live.inWindow = false;
-  return { ok, okTotal: live.okTotal, outcomes, rate: ok / (o.durationMs / 1000), windowMs: o.durationMs, latenciesMs };
+  return {
+    ok,
+    okTotal: live.okTotal,
+    outcomes,
+    rate: ok / (o.durationMs / 1000),
+    windowMs: o.durationMs,
+    latenciesMs,
+  };
 }
 
 export interface OpenLoopResult extends LoadResult {
@@ -108,7 +125,9 @@ export async function openLoop(o: {
       outstanding++;
       const p = o
         .op(0)
-        .catch((err: unknown) => `error ${(err as { code?: string }).code ?? (err as Error).message}`)
+        .catch(
+          (err: unknown) => `error ${(err as { code?: string }).code ?? (err as Error).message}`,
+        )
         .then((outcome) => {
           outstanding--;
           if (o.isOk(outcome)) okTotal++;
@@ -125,6 +144,16 @@ export async function openLoop(o: {
     await sleep(1);
   }
   await Promise.all([...pending]);
-  // The rate counts answers to operations scheduled inside the window (they may arrive a bit later).
-  return { ok, okTotal, outcomes, rate: ok / (o.durationMs / 1000), windowMs: o.durationMs, latenciesMs, offeredRate: o.rate, skipped };
+  // The rate counts answers to operations scheduled inside the window (they may arrive a bit
+  // later).
+  return {
+    ok,
+    okTotal,
+    outcomes,
+    rate: ok / (o.durationMs / 1000),
+    windowMs: o.durationMs,
+    latenciesMs,
+    offeredRate: o.rate,
+    skipped,
+  };
 }

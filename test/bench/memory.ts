@@ -35,12 +35,23 @@ export interface MemoryResult {
   liveHeap: { beforeKb: number; afterKb: number; requests: number; bytesPerRequest: number } | null;
 }
 
-async function heapKb(pool: Pool): Promise<Pick<MemorySample, 'heapUsedKb' | 'heapTotalKb' | 'externalKb'> | null> {
+async function heapKb(
+  pool: Pool,
+): Promise<Pick<MemorySample, 'heapUsedKb' | 'heapTotalKb' | 'externalKb'> | null> {
   try {
     const res = await pool.request({ method: 'GET', path: '/metrics' });
     const text = await res.body.text();
-    const v = (name: string) => Math.round(Number(new RegExp(`^ens_nodejs_${name}\\s+([0-9.eE+-]+)`, 'm').exec(text)?.[1] ?? Number.NaN) / 1024);
-    return { heapUsedKb: v('heap_size_used_bytes'), heapTotalKb: v('heap_size_total_bytes'), externalKb: v('external_memory_bytes') };
+    const v = (name: string) =>
+      Math.round(
+        Number(
+          new RegExp(`^ens_nodejs_${name}\\s+([0-9.eE+-]+)`, 'm').exec(text)?.[1] ?? Number.NaN,
+        ) / 1024,
+      );
+    return {
+      heapUsedKb: v('heap_size_used_bytes'),
+      heapTotalKb: v('heap_size_total_bytes'),
+      externalKb: v('external_memory_bytes'),
+    };
   } catch {
     return null;
   }
@@ -88,12 +99,20 @@ export async function liveHeapBytes(child: EnsChild, dir: string): Promise<numbe
 export async function memoryUnderLoad(
   child: EnsChild,
   token: string,
-  o: { concurrency: number; warmupMs: number; durationMs: number; heapCheckMs: number; snapshotDir?: string; waitIdle: () => Promise<unknown> },
+  o: {
+    concurrency: number;
+    warmupMs: number;
+    durationMs: number;
+    heapCheckMs: number;
+    snapshotDir?: string;
+    waitIdle: () => Promise<unknown>;
+  },
 ): Promise<MemoryResult> {
   const p = ensPool(child.baseUrl, o.concurrency);
   const metrics = new Pool(child.baseUrl, { connections: 1 });
   let i = 0;
-  const op = async () => (await postHandoff(p.pool, token, handoffBody([phone(i++ % 7000)]))).status.toString();
+  const op = async () =>
+    (await postHandoff(p.pool, token, handoffBody([phone(i++ % 7000)]))).status.toString();
   const isOk = (x: string) => x === '202';
   try {
     await closedLoop({ concurrency: o.concurrency, warmupMs: 0, durationMs: o.warmupMs, op, isOk });
@@ -110,7 +129,14 @@ export async function memoryUnderLoad(
     await sample();
     progress(`memory: ${o.durationMs / 1000} s of load`);
     const timer = setInterval(() => void sample(), 1000);
-    const r = await closedLoop({ concurrency: o.concurrency, warmupMs: 0, durationMs: o.durationMs, op, isOk, live }).finally(() => clearInterval(timer));
+    const r = await closedLoop({
+      concurrency: o.concurrency,
+      warmupMs: 0,
+      durationMs: o.durationMs,
+      op,
+      isOk,
+      live,
+    }).finally(() => clearInterval(timer));
     await sample();
 
     let liveHeap: MemoryResult['liveHeap'] = null;
@@ -119,7 +145,13 @@ export async function memoryUnderLoad(
       progress('memory: heap snapshot of the idle ENS (live heap after a full GC)');
       const beforeHeap = await liveHeapBytes(child, o.snapshotDir);
       progress(`memory: ${o.heapCheckMs / 1000} s more load`);
-      const more = await closedLoop({ concurrency: o.concurrency, warmupMs: 0, durationMs: o.heapCheckMs, op, isOk });
+      const more = await closedLoop({
+        concurrency: o.concurrency,
+        warmupMs: 0,
+        durationMs: o.heapCheckMs,
+        op,
+        isOk,
+      });
       await o.waitIdle();
       progress('memory: heap snapshot of the idle ENS again');
       const afterHeap = await liveHeapBytes(child, o.snapshotDir);

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { connect } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+} from '@nats-io/jetstream';
 import { statusCounts, waitNoPending } from './drain.ts';
 import { ensPool, handoffBody, handoffId, mapLimit, phones, postHandoff } from './http.ts';
 import { progress, wallMs } from './log.ts';
@@ -27,7 +34,12 @@ export async function rawPipeline(natsUrl: string, n: number): Promise<RawPipeli
   const jsm = await jetstreamManager(nc);
   try {
     await jsm.streams.delete(stream).catch(() => {});
-    await jsm.streams.add({ name: stream, subjects: [subject], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
+    await jsm.streams.add({
+      name: stream,
+      subjects: [subject],
+      retention: RetentionPolicy.Workqueue,
+      storage: StorageType.File,
+    });
     await jsm.consumers.add(stream, {
       durable_name: 'bench',
       filter_subject: subject,
@@ -52,7 +64,9 @@ export async function rawPipeline(natsUrl: string, n: number): Promise<RawPipeli
     const payloads = Array.from({ length: n }, () => randomUUID());
     const t0 = wallMs();
     for (let i = 0; i < n; i += PUBLISH_IN_FLIGHT) {
-      await Promise.all(payloads.slice(i, i + PUBLISH_IN_FLIGHT).map((p) => js.publish(subject, p)));
+      await Promise.all(
+        payloads.slice(i, i + PUBLISH_IN_FLIGHT).map((p) => js.publish(subject, p)),
+      );
     }
     await consumed;
     await nc.flush();
@@ -77,13 +91,21 @@ export interface EnsPipelineResult {
 }
 
 /**
- * ENS: `handoffs` × `perHandoff` sms deliveries (sandbox), POSTed 8 at a time. Rate = N / (first POST
- * → the poll that finds no delivery pending). ENS must be idle before this starts.
+ * ENS: `handoffs` × `perHandoff` sms deliveries (sandbox), POSTed 8 at a time. Rate = N / (first
+ * POST → the poll that finds no delivery pending). ENS must be idle before this starts.
  */
 export async function ensPipeline(
-  baseUrl: string, token: string, db: pg.Pool, handoffs: number, perHandoff: number, label = 'pipeline', tenant = 'bench',
+  baseUrl: string,
+  token: string,
+  db: pg.Pool,
+  handoffs: number,
+  perHandoff: number,
+  label = 'pipeline',
+  tenant = 'bench',
 ): Promise<EnsPipelineResult> {
-  const bodies = Array.from({ length: handoffs }, (_, i) => handoffBody(phones(perHandoff, i * perHandoff), { eventType: label, tenant }));
+  const bodies = Array.from({ length: handoffs }, (_, i) =>
+    handoffBody(phones(perHandoff, i * perHandoff), { eventType: label, tenant }),
+  );
   const p = ensPool(baseUrl, 8);
   const non202: Record<string, number> = {};
   try {
@@ -95,13 +117,25 @@ export async function ensPipeline(
       if (r.status === 202) ids.push(handoffId(r));
       else non202[r.status] = (non202[r.status] ?? 0) + 1;
     }
-    if (ids.length < handoffs) progress(`${label}: ${handoffs - ids.length} handoffs were not accepted: ${JSON.stringify(non202)}`);
+    if (ids.length < handoffs)
+      progress(
+        `${label}: ${handoffs - ids.length} handoffs were not accepted: ${JSON.stringify(non202)}`,
+      );
     const done = await waitNoPending(db, label);
     const ms = done - t0;
     const statuses = await statusCounts(db, ids);
     const n = ids.length * perHandoff;
-    if ((statuses.sent ?? 0) !== n) progress(`${label}: expected ${n} sent, found ${JSON.stringify(statuses)}`);
-    return { n, handoffs: ids.length, ms, rate: (statuses.sent ?? 0) / (ms / 1000), acceptMs, statuses, non202 };
+    if ((statuses.sent ?? 0) !== n)
+      progress(`${label}: expected ${n} sent, found ${JSON.stringify(statuses)}`);
+    return {
+      n,
+      handoffs: ids.length,
+      ms,
+      rate: (statuses.sent ?? 0) / (ms / 1000),
+      acceptMs,
+      statuses,
+      non202,
+    };
   } finally {
     await p.close();
   }

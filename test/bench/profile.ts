@@ -2,7 +2,11 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 
 interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
+  nodes: {
+    id: number;
+    callFrame: { functionName: string; url: string; lineNumber: number };
+    children?: number[];
+  }[];
   samples: number[];
   timeDeltas: number[];
   startTime: number;
@@ -48,7 +52,8 @@ export async function summariseProfile(file: string, top = 20): Promise<ProfileS
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
   // timeDeltas[i] is the time between sample i-1 and sample i; charge it to sample i's frame.
-  for (let i = 0; i < p.samples.length; i++) selfUs.set(p.samples[i]!, (selfUs.get(p.samples[i]!) ?? 0) + Math.max(0, p.timeDeltas[i] ?? 0));
+  for (let i = 0; i < p.samples.length; i++)
+    selfUs.set(p.samples[i]!, (selfUs.get(p.samples[i]!) ?? 0) + Math.max(0, p.timeDeltas[i] ?? 0));
   const fnTotals = new Map<string, { name: string; where: string; us: number }>();
   const pkgTotals = new Map<string, number>();
   let total = 0;
@@ -80,7 +85,12 @@ export async function summariseProfile(file: string, top = 20): Promise<ProfileS
     topFunctions: [...fnTotals.values()]
       .sort((a, b) => b.us - a.us)
       .slice(0, top)
-      .map((f) => ({ name: f.name, where: f.where, selfMs: Math.round(f.us / 1000), pctOfBusy: pct(f.us) })),
+      .map((f) => ({
+        name: f.name,
+        where: f.where,
+        selfMs: Math.round(f.us / 1000),
+        pctOfBusy: pct(f.us),
+      })),
     byPackage: [...pkgTotals.entries()]
       .sort((a, b) => b[1] - a[1])
       .slice(0, 15)
@@ -89,7 +99,9 @@ export async function summariseProfile(file: string, top = 20): Promise<ProfileS
 }
 
 export async function summariseProfiles(dir: string): Promise<ProfileSummary[]> {
-  const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.cpuprofile')).sort();
+  const files = (await readdir(dir).catch(() => [] as string[]))
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort();
   return Promise.all(files.map((f) => summariseProfile(path.join(dir, f))));
 }
 
@@ -97,9 +109,15 @@ export function formatProfile(s: ProfileSummary): string {
   const lines = [
     `CPU profile ${s.file}: ${(s.busyMs / 1000).toFixed(1)} s busy of ${(s.totalMs / 1000).toFixed(1)} s sampled`,
     '  self time by package:',
-    ...s.byPackage.map((p) => `    ${p.pctOfBusy.toFixed(1).padStart(5)}%  ${String(p.selfMs).padStart(6)} ms  ${p.pkg}`),
+    ...s.byPackage.map(
+      (p) =>
+        `    ${p.pctOfBusy.toFixed(1).padStart(5)}%  ${String(p.selfMs).padStart(6)} ms  ${p.pkg}`,
+    ),
     '  top functions by self time:',
-    ...s.topFunctions.map((f) => `    ${f.pctOfBusy.toFixed(1).padStart(5)}%  ${String(f.selfMs).padStart(6)} ms  ${f.name}  ${f.where}`),
+    ...s.topFunctions.map(
+      (f) =>
+        `    ${f.pctOfBusy.toFixed(1).padStart(5)}%  ${String(f.selfMs).padStart(6)} ms  ${f.name}  ${f.where}`,
+    ),
   ];
   return lines.join('\n');
 }

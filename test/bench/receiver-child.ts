@@ -48,4 +48,6 @@ process.on('message', (m: Msg) => {
   }
 });
 process.on('disconnect', () => process.exit(0));
-server.listen(0, '127.0.0.1', () => process.send!({ type: 'listening', port: (server.address() as AddressInfo).port }));
+server.listen(0, '127.0.0.1', () =>
+  process.send!({ type: 'listening', port: (server.address() as AddressInfo).port }),
+);

@@ -11,7 +11,9 @@ export interface Row {
   met: Verdict;
 }
 
-/** Collects table rows, notes and the raw data of every phase; prints the table and writes the JSON. */
+/**
+ * Collects table rows, notes and the raw data of every phase; prints the table and writes the JSON.
+ */
 export class Report {
   readonly rows: Row[] = [];
   readonly notes: string[] = [];
@@ -47,15 +49,28 @@ export class Report {
 
   failed(measure: string, err: unknown): void {
     const msg = (err as Error)?.message ?? String(err);
-    this.row({ measure, raw: '', ens: `error: ${msg.split('\n')[0]!.slice(0, 60)}`, ratio: '', target: '', met: 'FAILED' });
+    this.row({
+      measure,
+      raw: '',
+      ens: `error: ${msg.split('\n')[0]!.slice(0, 60)}`,
+      ratio: '',
+      target: '',
+      met: 'FAILED',
+    });
     this.note(`${measure} failed: ${msg}`);
   }
 
   table(header: string[]): string {
     const cols: (keyof Row)[] = ['measure', 'raw', 'ens', 'ratio', 'target', 'met'];
     const titles = ['Measure', 'Raw engine', 'ENS', 'ENS/raw', 'Target', 'Met'];
-    const widths = cols.map((c, i) => Math.max(titles[i]!.length, ...this.rows.map((r) => r[c].length)));
-    const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ').trimEnd();
+    const widths = cols.map((c, i) =>
+      Math.max(titles[i]!.length, ...this.rows.map((r) => r[c].length)),
+    );
+    const line = (cells: string[]) =>
+      cells
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join(' | ')
+        .trimEnd();
     const sep = widths.map((w) => '-'.repeat(w)).join('-+-');
     const missed = this.rows.filter((r) => r.met === 'NO' || r.met === 'FAILED');
     return [
@@ -65,14 +80,25 @@ export class Report {
       sep,
       ...this.rows.map((r) => line(cols.map((c) => r[c]))),
       '',
-      missed.length === 0 ? 'All targets met.' : `Targets MISSED or failed: ${missed.map((r) => r.measure).join('; ')}`,
+      missed.length === 0
+        ? 'All targets met.'
+        : `Targets MISSED or failed: ${missed.map((r) => r.measure).join('; ')}`,
       ...(this.notes.length ? ['', 'Notes:', ...this.notes.map((n) => `- ${n}`)] : []),
-      ...(this.diagnostics.length ? ['', 'Machine use during each measurement:', ...this.diagnostics.map((d) => `- ${d.label}: ${d.text}`)] : []),
+      ...(this.diagnostics.length
+        ? [
+            '',
+            'Machine use during each measurement:',
+            ...this.diagnostics.map((d) => `- ${d.label}: ${d.text}`),
+          ]
+        : []),
     ].join('\n');
   }
 
   async writeJson(file: string, extra: Record<string, unknown>): Promise<void> {
-    await writeFile(file, `${JSON.stringify({ ...extra, rows: this.rows, notes: this.notes, diagnostics: this.diagnostics, data: this.data }, null, 2)}\n`);
+    await writeFile(
+      file,
+      `${JSON.stringify({ ...extra, rows: this.rows, notes: this.notes, diagnostics: this.diagnostics, data: this.data }, null, 2)}\n`,
+    );
   }
 }
 

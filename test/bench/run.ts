@@ -3,7 +3,7 @@
  * on one machine, and reports every figure as a ratio against the raw engine measured in that run.
  *
  * Environment:
- *   BENCH_ONLY=accept,memory,pipeline,suppressions,fanout,fairness,callbacks,feed,scaling,peers  run a subset (default: all)
+ *   BENCH_ONLY=accept,memory,pipeline,suppressions,fanout,fairness,callbacks,feed,scaling,peers,wal  run a subset (default: all)
  *   BENCH_SUPPRESSIONS=1000000  suppressions phase: entries in the suppressed tenant's list
  *   BENCH_FEED_ROWS=1000000   deliveries in the feed phase (inserting a million takes a while)
  *   BENCH_MEMORY_SECONDS=20  length of the sustained load in the memory phase
@@ -17,7 +17,8 @@
  *   BENCH_ENGINE_LOGS=1       show PostgreSQL and NATS output
  *
  * The table goes to stdout, progress to stderr, everything measured to test/bench/last-run.json.
- * Exit status: 0 when every phase ran (targets missed or not: the table says which), 1 when a phase failed.
+ * Exit status: 0 when every phase ran (targets missed or not: the table says which), 1 when a phase
+ * failed.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, statfs } from 'node:fs/promises';
@@ -26,15 +27,44 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { ensAccept, ensAcceptLatency, rawAccept } from './accept.ts';
-import { ensCallbacksEndToEnd, ensCallbacksIsolated, rawCallbacks, startReceiver, type Receiver } from './callbacks.ts';
+import {
+  ensCallbacksEndToEnd,
+  ensCallbacksIsolated,
+  rawCallbacks,
+  startReceiver,
+  type Receiver,
+} from './callbacks.ts';
 import { installSignalHandlers, isAborted, onCleanup, runCleanup } from './cleanup.ts';
-import { cpuPerOp, formatCpuPerOp, formatDiagnosis, formatPgPerOp, totalCpuPerOp, watch, type Diagnosis } from './diagnostics.ts';
+import {
+  cpuPerOp,
+  formatCpuPerOp,
+  formatDiagnosis,
+  formatPgPerOp,
+  totalCpuPerOp,
+  watch,
+  type Diagnosis,
+} from './diagnostics.ts';
 import { backlog, waitIdle } from './drain.ts';
 import { startEngines } from './engines.ts';
-import { allChildren, createClient, ensEnv, mintToken, provisionTenant, startEns, type EnsChild } from './ens.ts';
+import {
+  allChildren,
+  createClient,
+  ensEnv,
+  mintToken,
+  provisionTenant,
+  startEns,
+  type EnsChild,
+} from './ens.ts';
 import { fillFeed, timeFeedPages } from './feed.ts';
 import { ensFanout } from './fanout.ts';
-import { blastWithSingles, clearRecord, pacedSends, sharesUnderBacklogs, startLimitedTwilio, type Sender } from './fairness.ts';
+import {
+  blastWithSingles,
+  clearRecord,
+  pacedSends,
+  sharesUnderBacklogs,
+  startLimitedTwilio,
+  type Sender,
+} from './fairness.ts';
 import { elapsedMs, progress } from './log.ts';
 import { memoryUnderLoad } from './memory.ts';
 import { fastifyPgAccept, runPeersPhase } from './peers/phase.ts';
@@ -43,31 +73,68 @@ import { ensPipeline, rawPipeline } from './pipeline.ts';
 import { formatProfile, summariseProfiles, type ProfileSummary } from './profile.ts';
 import { fmt, ms, outcomesText, Report } from './report.ts';
 import { medianOf, summarise } from './stats.ts';
+import { formatWal, measureWal, type WalMeasure } from './wal.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const TMPFS_MAGIC = 0x01021994;
-const PHASES = ['accept', 'memory', 'pipeline', 'suppressions', 'fanout', 'fairness', 'callbacks', 'feed', 'scaling', 'peers'] as const;
+const PHASES = [
+  'accept',
+  'memory',
+  'pipeline',
+  'suppressions',
+  'fanout',
+  'fairness',
+  'callbacks',
+  'feed',
+  'scaling',
+  'peers',
+  'wal',
+] as const;
 type Phase = (typeof PHASES)[number];
 
 const ACCEPT = { concurrency: 32, warmupMs: 2_000, durationMs: 8_000 };
-const MEMORY = { concurrency: 32, warmupMs: 2_000, durationMs: 1000 * Number(process.env.BENCH_MEMORY_SECONDS ?? 20), heapCheckMs: 10_000 };
+const MEMORY = {
+  concurrency: 32,
+  warmupMs: 2_000,
+  durationMs: 1000 * Number(process.env.BENCH_MEMORY_SECONDS ?? 20),
+  heapCheckMs: 10_000,
+};
 const PIPELINE_N = 5_000;
 const PIPELINE_HANDOFFS = 50;
 const FANOUT_N = 10_000;
-const FAIR = { handoffs: 5, perHandoff: 10_000, singleEveryMs: 100, backlogs: [30_000, 20_000, 10_000], pace: 50, paced: 1_000 };
+const FAIR = {
+  handoffs: 5,
+  perHandoff: 10_000,
+  singleEveryMs: 100,
+  backlogs: [30_000, 20_000, 10_000],
+  pace: 50,
+  paced: 1_000,
+};
 /**
  * Posts per callbacks run. 3,000 drained in about a second, most of it a freshly started process
  * warming its JIT, and the raw loop in under 200 ms: both figures were mostly noise.
  */
 const CALLBACKS_N = Number(process.env.BENCH_CALLBACKS_N ?? 15_000);
-/** The raw pipeline and callbacks loops take about a second: each runs this many times, median kept. */
+/**
+ * The raw pipeline and callbacks loops take about a second: each runs this many times, median kept.
+ */
 const RAW_REPEATS = 3;
 
-/** Resident memory of an `ens serve` and each process it supervises, in MB (the supervisor first). */
+/**
+ * Resident memory of an `ens serve` and each process it supervises, in MB (the supervisor first).
+ */
 async function treeRssMb(pid: number): Promise<number[]> {
-  const out = await new Promise<string>((resolve) => execFile('ps', ['-o', 'pid=,ppid=,rss=', '-A'], (_e, o) => resolve(String(o))));
-  const rows = out.split('\n').map((l) => l.trim().split(/\s+/).map(Number)).filter((r) => r.length === 3);
-  return rows.filter(([p, pp]) => p === pid || pp === pid).sort((a, b) => (a[0] === pid ? -1 : b[0] === pid ? 1 : a[0]! - b[0]!)).map((r) => r[2]! / 1024);
+  const out = await new Promise<string>((resolve) =>
+    execFile('ps', ['-o', 'pid=,ppid=,rss=', '-A'], (_e, o) => resolve(String(o))),
+  );
+  const rows = out
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).map(Number))
+    .filter((r) => r.length === 3);
+  return rows
+    .filter(([p, pp]) => p === pid || pp === pid)
+    .sort((a, b) => (a[0] === pid ? -1 : b[0] === pid ? 1 : a[0]! - b[0]!))
+    .map((r) => r[2]! / 1024);
 }
 
 /**
@@ -79,20 +146,26 @@ async function allProcessesUp(pid: number, n: number): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const children = await new Promise<number>((resolve) =>
-      execFile('pgrep', ['-P', String(pid), '-f', 'serve --roles'], (_e, out) => resolve(String(out).split('\n').filter(Boolean).length)),
+      execFile('pgrep', ['-P', String(pid), '-f', 'serve --roles'], (_e, out) =>
+        resolve(String(out).split('\n').filter(Boolean).length),
+      ),
     );
     if (children >= n) break;
-    if (Date.now() > deadline) throw new Error(`ENS_PROCESSES=${n}: only ${children} processes after 60 s`);
+    if (Date.now() > deadline)
+      throw new Error(`ENS_PROCESSES=${n}: only ${children} processes after 60 s`);
     await new Promise((r) => setTimeout(r, 200));
   }
   await new Promise((r) => setTimeout(r, 3_000));
 }
 
 function selectedPhases(): Set<Phase> {
-  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  const only = process.env.BENCH_ONLY?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!only || only.length === 0) return new Set(PHASES);
   const bad = only.filter((p) => !(PHASES as readonly string[]).includes(p));
-  if (bad.length) throw new Error(`BENCH_ONLY: unknown phase ${bad.join(', ')}; phases are ${PHASES.join(', ')}`);
+  if (bad.length)
+    throw new Error(`BENCH_ONLY: unknown phase ${bad.join(', ')}; phases are ${PHASES.join(', ')}`);
   return new Set(only as Phase[]);
 }
 
@@ -100,13 +173,19 @@ async function main(): Promise<number> {
   installSignalHandlers();
   const phases = selectedPhases();
   const feedRows = Number(process.env.BENCH_FEED_ROWS ?? 1_000_000);
-  if (!Number.isInteger(feedRows) || feedRows < 2_000) throw new Error('BENCH_FEED_ROWS must be an integer ≥ 2000');
-  if (!Number.isInteger(CALLBACKS_N) || CALLBACKS_N < 100) throw new Error('BENCH_CALLBACKS_N must be an integer ≥ 100');
+  if (!Number.isInteger(feedRows) || feedRows < 2_000)
+    throw new Error('BENCH_FEED_ROWS must be an integer ≥ 2000');
+  if (!Number.isInteger(CALLBACKS_N) || CALLBACKS_N < 100)
+    throw new Error('BENCH_CALLBACKS_N must be an integer ≥ 100');
   const peerRuns = Number(process.env.BENCH_PEER_RUNS ?? 5);
-  if (!Number.isInteger(peerRuns) || peerRuns < 1) throw new Error('BENCH_PEER_RUNS must be a positive integer');
+  if (!Number.isInteger(peerRuns) || peerRuns < 1)
+    throw new Error('BENCH_PEER_RUNS must be a positive integer');
   const profiling = process.env.BENCH_CPU_PROF === '1';
-  const growthRows = process.env.BENCH_GROWTH_ROWS ? Number(process.env.BENCH_GROWTH_ROWS) : undefined;
-  if (growthRows !== undefined && (!Number.isInteger(growthRows) || growthRows < 50_000)) throw new Error('BENCH_GROWTH_ROWS must be an integer ≥ 50000');
+  const growthRows = process.env.BENCH_GROWTH_ROWS
+    ? Number(process.env.BENCH_GROWTH_ROWS)
+    : undefined;
+  if (growthRows !== undefined && (!Number.isInteger(growthRows) || growthRows < 50_000))
+    throw new Error('BENCH_GROWTH_ROWS must be an integer ≥ 50000');
   const startedAt = new Date();
   const loadStart = os.loadavg();
   const report = new Report();
@@ -125,31 +204,54 @@ async function main(): Promise<number> {
 
   const root = await mkdtemp(path.join(os.tmpdir(), 'ens-bench-'));
   onCleanup('temp dir', () => rm(root, { recursive: true, force: true }));
-  const profDir = profiling ? path.join(HERE, 'profiles', startedAt.toISOString().replace(/[:.]/g, '-')) : undefined;
+  const profDir = profiling
+    ? path.join(HERE, 'profiles', startedAt.toISOString().replace(/[:.]/g, '-'))
+    : undefined;
   if (profDir) await mkdir(profDir, { recursive: true });
   let profiles: ProfileSummary[] = [];
   let header: string[] = [];
 
   try {
     const engines = await startEngines(root);
-    const db = new pg.Pool({ connectionString: engines.databaseUrl, max: 4, application_name: 'bench' });
+    const db = new pg.Pool({
+      connectionString: engines.databaseUrl,
+      max: 4,
+      application_name: 'bench',
+    });
     db.on('error', () => {}); // an idle connection losing its server (Ctrl-C) is not a failure of the run
     onCleanup('bench db pool', () => db.end());
-    const env = ensEnv({ databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl, dataDir: path.join(root, 'ens-data') });
-    // The main child writes a heap snapshot on SIGUSR2 (the memory phase measures its live heap that way).
+    const env = ensEnv({
+      databaseUrl: engines.databaseUrl,
+      natsUrl: engines.natsUrl,
+      dataDir: path.join(root, 'ens-data'),
+    });
+    // The main child writes a heap snapshot on SIGUSR2 (the memory phase measures its live heap
+    // that way).
     const snapshotDir = path.join(root, 'heap-snapshots');
     await mkdir(snapshotDir, { recursive: true });
     // extraEnv: the hook for runs of another ENS deployment (e.g. a multi-process `ens serve`).
     const startMain = (name: string, extraEnv: Record<string, string> = {}) =>
-      startEns({ name, env: { ...env, ...extraEnv }, snapshotDir, ...(profDir ? { profDir } : {}) });
+      startEns({
+        name,
+        env: { ...env, ...extraEnv },
+        snapshotDir,
+        ...(profDir ? { profDir } : {}),
+      });
     let api: EnsChild = await startMain('main');
     const client = await createClient(env);
     const token = await mintToken(api.baseUrl, client);
     await provisionTenant(api.baseUrl, token, 'bench');
     progress(`client ${client.clientId} and tenant "bench" ready`);
     let receiver: Receiver | undefined;
-    /** Watches CPU per process group, ENS's PostgreSQL sessions and (with the api role) its event loop. */
-    const diag = (ensPid: number = api.pid, ensBaseUrl: string | undefined = api.baseUrl, ensSessions = true) =>
+    /**
+     * Watches CPU per process group, ENS's PostgreSQL sessions and (with the api role) its event
+     * loop.
+     */
+    const diag = (
+      ensPid: number = api.pid,
+      ensBaseUrl: string | undefined = api.baseUrl,
+      ensSessions = true,
+    ) =>
       watch({
         groups: {
           // The whole tree: with ENS_PROCESSES > 1 the work is done by the serve's child processes.
@@ -172,7 +274,8 @@ async function main(): Promise<number> {
       return [out, d];
     };
     const RAW_SKIP = ['ENS', 'NATS'];
-    const recordDiag = (label: string, d: Diagnosis | undefined) => d && report.diag(label, formatDiagnosis(d), d);
+    const recordDiag = (label: string, d: Diagnosis | undefined) =>
+      d && report.diag(label, formatDiagnosis(d), d);
     header = [
       `ENS bench — ${startedAt.toISOString()} — ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}`,
       `Engines: ${engines.versions}; data in ${root} (${(await statfs(root)).type === TMPFS_MAGIC ? 'tmpfs: fsync costs nothing there!' : 'on disk'}); ` +
@@ -183,15 +286,31 @@ async function main(): Promise<number> {
     // ── 1. Accept ───────────────────────────────────────────────────────────────────────────────
     if (phases.has('accept')) {
       await phase('accept', async () => {
-        progress(`accept: raw PostgreSQL, ${ACCEPT.concurrency} connections looping BEGIN; INSERT; COMMIT (${ACCEPT.warmupMs / 1000} s warm-up + ${ACCEPT.durationMs / 1000} s)`);
-        const [raw, rawDiag] = await watched('accept, raw PostgreSQL', () => rawAccept(engines.databaseUrl, ACCEPT));
+        progress(
+          `accept: raw PostgreSQL, ${ACCEPT.concurrency} connections looping BEGIN; INSERT; COMMIT (${ACCEPT.warmupMs / 1000} s warm-up + ${ACCEPT.durationMs / 1000} s)`,
+        );
+        const [raw, rawDiag] = await watched('accept, raw PostgreSQL', () =>
+          rawAccept(engines.databaseUrl, ACCEPT),
+        );
         progress(`accept: raw ${fmt(raw.rate)} rows/s`);
-        progress(`accept: ENS, ${ACCEPT.concurrency} concurrent POST /v2/messages (1 sms recipient each)`);
-        const [ens, ensDiag] = await watched('accept, ENS', () => ensAccept(api.baseUrl, token, ACCEPT));
+        progress(
+          `accept: ENS, ${ACCEPT.concurrency} concurrent POST /v2/messages (1 sms recipient each)`,
+        );
+        const [ens, ensDiag] = await watched('accept, ENS', () =>
+          ensAccept(api.baseUrl, token, ACCEPT),
+        );
         const atEnd = await backlog(db);
-        progress(`accept: ENS ${fmt(ens.rate)} req/s (202); non-202: ${outcomesText(ens.outcomes, '202')}; backlog when the load stopped: ${atEnd.pendingDeliveries} deliveries pending`);
+        progress(
+          `accept: ENS ${fmt(ens.rate)} req/s (202); non-202: ${outcomesText(ens.outcomes, '202')}; backlog when the load stopped: ${atEnd.pendingDeliveries} deliveries pending`,
+        );
         const drain1 = await waitIdle(db, 'accept');
-        report.ratioRow(`Accept: POST /v2/messages vs INSERT tx (C=${ACCEPT.concurrency})`, raw.rate, ens.rate, '/s', 0.5);
+        report.ratioRow(
+          `Accept: POST /v2/messages vs INSERT tx (C=${ACCEPT.concurrency})`,
+          raw.rate,
+          ens.rate,
+          '/s',
+          0.5,
+        );
         const closedLat = summarise(ens.latenciesMs);
         report.note(
           `Accept (closed loop, C=${ACCEPT.concurrency}, ${ACCEPT.durationMs / 1000} s after ${ACCEPT.warmupMs / 1000} s warm-up): raw ${raw.ok} commits, ENS ${ens.ok} × 202; ` +
@@ -209,7 +328,12 @@ async function main(): Promise<number> {
           ? `90% of ENS's own closed-loop maximum (${fmt(ens.rate)}/s), because ENS cannot sustain half the raw rate (${fmt(half)}/s)`
           : `half the raw rate`;
         progress(`accept latency: open loop at ${fmt(rate)} req/s (${why})`);
-        const [lat] = await watched(`accept latency, ENS at ${fmt(rate)}/s`, () => ensAcceptLatency(api.baseUrl, token, rate, { warmupMs: ACCEPT.warmupMs, durationMs: ACCEPT.durationMs }));
+        const [lat] = await watched(`accept latency, ENS at ${fmt(rate)}/s`, () =>
+          ensAcceptLatency(api.baseUrl, token, rate, {
+            warmupMs: ACCEPT.warmupMs,
+            durationMs: ACCEPT.durationMs,
+          }),
+        );
         const s = summarise(lat.latenciesMs);
         const afterLat = await backlog(db);
         const drain2 = await waitIdle(db, 'accept latency');
@@ -225,24 +349,45 @@ async function main(): Promise<number> {
           `Accept latency: open loop at ${fmt(rate)} req/s = ${why}; latency measured from each request's scheduled send time over ${ACCEPT.durationMs / 1000} s after a ${ACCEPT.warmupMs / 1000} s warm-up; ` +
             `achieved ${fmt(lat.rate)} × 202/s, p50 ${fmt(s.p50)} / p90 ${fmt(s.p90)} / p99 ${fmt(s.p99)} / max ${fmt(s.max)} ms over ${s.n} requests; non-202: ${outcomesText(lat.outcomes, '202')}` +
             `${lat.skipped ? `; generator skipped ${lat.skipped}` : ''}; backlog at the end ${afterLat.pendingDeliveries} pending (drained in ${ms(drain2.ms)}).` +
-            (reduced ? ' The p99 target is marked NO because it could not be tested at the rate it names.' : ''),
+            (reduced
+              ? ' The p99 target is marked NO because it could not be tested at the rate it names.'
+              : ''),
         );
         // The same load against an ENS running only the api role: what accepting costs without the
         // worker and feed roles sending in the same process. Its backlog is sent afterwards.
-        progress('accept: ENS with the api role alone (worker, callbacks, feed stopped): restarting ENS');
+        progress(
+          'accept: ENS with the api role alone (worker, callbacks, feed stopped): restarting ENS',
+        );
         await api.stop();
-        // The minimal Fastify + pg service of the peers phase, under the same load with nothing else
-        // running: the anchor the api role alone is read against.
+        // The minimal Fastify + pg service of the peers phase, under the same load with nothing
+        // else running: the anchor the api role alone is read against.
         const peersUrl = await createPeersDatabase(engines.databaseUrl);
-        const peersDb = new pg.Pool({ connectionString: peersUrl, max: 1, application_name: 'bench-peers' });
+        const peersDb = new pg.Pool({
+          connectionString: peersUrl,
+          max: 1,
+          application_name: 'bench-peers',
+        });
         peersDb.on('error', () => {});
         progress(`accept: Fastify + pg, the same load on POST /messages`);
-        const [fp, fpDiag] = await fastifyPgAccept(engines, db, peersUrl, peersDb, ACCEPT).finally(() => peersDb.end());
+        const [fp, fpDiag] = await fastifyPgAccept(engines, db, peersUrl, peersDb, ACCEPT).finally(
+          () => peersDb.end(),
+        );
         report.diag('accept, Fastify + pg', formatDiagnosis(fpDiag), fpDiag);
-        progress(`accept: Fastify + pg ${fmt(fp.rate)} req/s; non-202: ${outcomesText(fp.outcomes, '202')}`);
-        api = await startEns({ name: 'api-only', env, roles: ['api'], ...(profDir ? { profDir } : {}) });
-        const [solo, soloDiag] = await watched('accept, ENS api role alone', () => ensAccept(api.baseUrl, token, ACCEPT));
-        progress(`accept: ENS api role alone ${fmt(solo.rate)} req/s (202); non-202: ${outcomesText(solo.outcomes, '202')}`);
+        progress(
+          `accept: Fastify + pg ${fmt(fp.rate)} req/s; non-202: ${outcomesText(fp.outcomes, '202')}`,
+        );
+        api = await startEns({
+          name: 'api-only',
+          env,
+          roles: ['api'],
+          ...(profDir ? { profDir } : {}),
+        });
+        const [solo, soloDiag] = await watched('accept, ENS api role alone', () =>
+          ensAccept(api.baseUrl, token, ACCEPT),
+        );
+        progress(
+          `accept: ENS api role alone ${fmt(solo.rate)} req/s (202); non-202: ${outcomesText(solo.outcomes, '202')}`,
+        );
         await api.stop();
         api = await startMain('main-2');
         const drain3 = await waitIdle(db, 'accept (api role alone)');
@@ -269,17 +414,46 @@ async function main(): Promise<number> {
             `Against it, the peers phase's Fastify + pg service run just before with nothing else running: ${fmt(fp.rate)} req/s (non-202: ${outcomesText(fp.outcomes, '202')}), ` +
             `CPU per request ${formatCpuPerOp(cpuPerOp(fpDiag, fp.okTotal))}.`,
         );
-        report.data.acceptApiOnly = { ...solo, latenciesMs: undefined, latency: summarise(solo.latenciesMs), drainMs: drain3.ms, fastifyPg: { ...fp, latenciesMs: undefined } };
-        report.data.accept = { settings: ACCEPT, raw: { ...raw, latenciesMs: undefined, latency: summarise(raw.latenciesMs) }, ens: { ...ens, latenciesMs: undefined, latency: closedLat }, backlogAtEnd: atEnd, drainMs: drain1.ms, latency: { offeredRate: rate, reduced, why, achievedRate: lat.rate, outcomes: lat.outcomes, skipped: lat.skipped, ms: s, backlogAtEnd: afterLat, drainMs: drain2.ms } };
+        report.data.acceptApiOnly = {
+          ...solo,
+          latenciesMs: undefined,
+          latency: summarise(solo.latenciesMs),
+          drainMs: drain3.ms,
+          fastifyPg: { ...fp, latenciesMs: undefined },
+        };
+        report.data.accept = {
+          settings: ACCEPT,
+          raw: { ...raw, latenciesMs: undefined, latency: summarise(raw.latenciesMs) },
+          ens: { ...ens, latenciesMs: undefined, latency: closedLat },
+          backlogAtEnd: atEnd,
+          drainMs: drain1.ms,
+          latency: {
+            offeredRate: rate,
+            reduced,
+            why,
+            achievedRate: lat.rate,
+            outcomes: lat.outcomes,
+            skipped: lat.skipped,
+            ms: s,
+            backlogAtEnd: afterLat,
+            drainMs: drain2.ms,
+          },
+        };
       });
     }
 
     // ── 6. Memory (right after accept: same load shape, same child) ─────────────────────────────
     if (phases.has('memory')) {
       await phase('memory', async () => {
-        progress(`memory: ${MEMORY.warmupMs / 1000} s warm-up, then ${MEMORY.durationMs / 1000} s of closed-loop accept load (C=${MEMORY.concurrency}), VmRSS of pid ${api.pid} every second`);
+        progress(
+          `memory: ${MEMORY.warmupMs / 1000} s warm-up, then ${MEMORY.durationMs / 1000} s of closed-loop accept load (C=${MEMORY.concurrency}), VmRSS of pid ${api.pid} every second`,
+        );
         const [m] = await watched('memory, ENS', () =>
-          memoryUnderLoad(api, token, { ...MEMORY, ...(api.snapshotDir ? { snapshotDir: api.snapshotDir } : {}), waitIdle: () => waitIdle(db, 'memory') }),
+          memoryUnderLoad(api, token, {
+            ...MEMORY,
+            ...(api.snapshotDir ? { snapshotDir: api.snapshotDir } : {}),
+            waitIdle: () => waitIdle(db, 'memory'),
+          }),
         );
         const drain = await waitIdle(db, 'memory');
         const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
@@ -288,7 +462,9 @@ async function main(): Promise<number> {
         report.row({
           measure: `Memory: live heap, idle, before/after ${lh ? fmt(lh.requests) : '?'} more requests`,
           raw: '',
-          ens: lh ? `${(lh.beforeKb / 1024).toFixed(1)} → ${(lh.afterKb / 1024).toFixed(1)} MB (${fmt(lh.bytesPerRequest)} B/req)` : 'not measured',
+          ens: lh
+            ? `${(lh.beforeKb / 1024).toFixed(1)} → ${(lh.afterKb / 1024).toFixed(1)} MB (${fmt(lh.bytesPerRequest)} B/req)`
+            : 'not measured',
           ratio: '',
           target: `growth < ${LIMIT} B/request`,
           met: lh ? (lh.bytesPerRequest < LIMIT ? 'yes' : 'NO') : 'FAILED',
@@ -301,8 +477,12 @@ async function main(): Promise<number> {
           target: 'info (see note)',
           met: 'info',
         });
-        const heapUsed = m.samples.map((x) => x.heapUsedKb).filter((v): v is number => v !== undefined && Number.isFinite(v));
-        const heapTotal = m.samples.map((x) => x.heapTotalKb).filter((v): v is number => v !== undefined && Number.isFinite(v));
+        const heapUsed = m.samples
+          .map((x) => x.heapUsedKb)
+          .filter((v): v is number => v !== undefined && Number.isFinite(v));
+        const heapTotal = m.samples
+          .map((x) => x.heapTotalKb)
+          .filter((v): v is number => v !== undefined && Number.isFinite(v));
         report.note(
           `Memory: ${m.samples.length} VmRSS samples, 1 s apart, over ${fmt(m.requests)} requests at ${fmt(m.rate)} × 202/s (non-202: ${outcomesText(m.non202, '202')}); RSS slope = least-squares fit over requests served. ` +
             `Over a window this short RSS mostly follows V8 growing its heap before the next full GC (heapTotal ${heapTotal.length ? `${mb(heapTotal[0]!)} → ${mb(heapTotal[heapTotal.length - 1]!)}` : 'n/a'}, ` +
@@ -319,14 +499,32 @@ async function main(): Promise<number> {
     if (phases.has('pipeline')) {
       await phase('pipeline', async () => {
         await waitIdle(db, 'pipeline');
-        progress(`pipeline: raw JetStream work queue, ${PIPELINE_N} messages published (512 in flight) and consumed/acked, ${RAW_REPEATS} runs`);
-        const [raw, rawDiag] = await watched('pipeline, raw JetStream', () => medianOf(RAW_REPEATS, () => rawPipeline(engines.natsUrl, PIPELINE_N)));
-        progress(`pipeline: raw ${raw.runs.map((r) => fmt(r)).join(', ')} msgs/s; median ${fmt(raw.rate)}`);
+        progress(
+          `pipeline: raw JetStream work queue, ${PIPELINE_N} messages published (512 in flight) and consumed/acked, ${RAW_REPEATS} runs`,
+        );
+        const [raw, rawDiag] = await watched('pipeline, raw JetStream', () =>
+          medianOf(RAW_REPEATS, () => rawPipeline(engines.natsUrl, PIPELINE_N)),
+        );
+        progress(
+          `pipeline: raw ${raw.runs.map((r) => fmt(r)).join(', ')} msgs/s; median ${fmt(raw.rate)}`,
+        );
         const per = PIPELINE_N / PIPELINE_HANDOFFS;
-        progress(`pipeline: ENS, ${PIPELINE_HANDOFFS} handoffs × ${per} sms recipients → sent (sandbox)`);
-        const [ens, ensDiag] = await watched('pipeline, ENS', () => ensPipeline(api.baseUrl, token, db, PIPELINE_HANDOFFS, per));
-        progress(`pipeline: ENS ${fmt(ens.rate)} deliveries/s (${ms(ens.ms)}; all 202s after ${ms(ens.acceptMs)})`);
-        report.ratioRow(`Pipeline: accepted → sent (N=${PIPELINE_N})`, raw.rate, ens.rate, '/s', 0.4);
+        progress(
+          `pipeline: ENS, ${PIPELINE_HANDOFFS} handoffs × ${per} sms recipients → sent (sandbox)`,
+        );
+        const [ens, ensDiag] = await watched('pipeline, ENS', () =>
+          ensPipeline(api.baseUrl, token, db, PIPELINE_HANDOFFS, per),
+        );
+        progress(
+          `pipeline: ENS ${fmt(ens.rate)} deliveries/s (${ms(ens.ms)}; all 202s after ${ms(ens.acceptMs)})`,
+        );
+        report.ratioRow(
+          `Pipeline: accepted → sent (N=${PIPELINE_N})`,
+          raw.rate,
+          ens.rate,
+          '/s',
+          0.4,
+        );
         report.note(
           `Pipeline: raw = ${PIPELINE_N} JetStream messages, first publish → last ack, median of ${RAW_REPEATS} runs (${raw.runs.map((r) => fmt(r)).join(', ')} msgs/s; median run ${ms(raw.ms)}). ENS = ${ens.handoffs} handoffs × ${per} recipients POSTed 8 at a time, ` +
             `first POST → no delivery pending (polled every 20 ms) ${ms(ens.ms)}, of which accepting took ${ms(ens.acceptMs)}; final statuses ${JSON.stringify(ens.statuses)}` +
@@ -342,9 +540,12 @@ async function main(): Promise<number> {
     if (phases.has('suppressions')) {
       await phase('suppressions', async () => {
         const entries = Number(process.env.BENCH_SUPPRESSIONS ?? 1_000_000);
-        if (!Number.isInteger(entries) || entries < 1 || entries > 1_000_000) throw new Error('BENCH_SUPPRESSIONS must be an integer from 1 to 1000000');
+        if (!Number.isInteger(entries) || entries < 1 || entries > 1_000_000)
+          throw new Error('BENCH_SUPPRESSIONS must be an integer from 1 to 1000000');
         await provisionTenant(api.baseUrl, token, 'bench-suppressed');
-        progress(`suppressions: ${entries.toLocaleString('en-US')} entries into tenant "bench-suppressed" (none match the pipeline's numbers)`);
+        progress(
+          `suppressions: ${entries.toLocaleString('en-US')} entries into tenant "bench-suppressed" (none match the pipeline's numbers)`,
+        );
         const t0 = performance.now();
         // Numbers among the pipeline's own (+1 555 ppp ssss with ssss of 3000..9999, see phone()),
         // ending in 1000..1999, so none matches a send yet every look-up walks the same part of the
@@ -364,15 +565,39 @@ async function main(): Promise<number> {
         // Alternating runs, so that the record growing under them slows both sides alike.
         for (let i = 0; i < pairs; i++) {
           await waitIdle(db, 'suppressions');
-          const a = await ensPipeline(api.baseUrl, token, db, PIPELINE_HANDOFFS, per, 'suppressions-none', 'bench');
+          const a = await ensPipeline(
+            api.baseUrl,
+            token,
+            db,
+            PIPELINE_HANDOFFS,
+            per,
+            'suppressions-none',
+            'bench',
+          );
           await waitIdle(db, 'suppressions');
-          const b = await ensPipeline(api.baseUrl, token, db, PIPELINE_HANDOFFS, per, 'suppressions-list', 'bench-suppressed');
+          const b = await ensPipeline(
+            api.baseUrl,
+            token,
+            db,
+            PIPELINE_HANDOFFS,
+            per,
+            'suppressions-list',
+            'bench-suppressed',
+          );
           none.push(a.rate);
           million.push(b.rate);
-          progress(`suppressions: pair ${i + 1}: no list ${fmt(a.rate)}/s, ${entries.toLocaleString('en-US')} entries ${fmt(b.rate)}/s`);
+          progress(
+            `suppressions: pair ${i + 1}: no list ${fmt(a.rate)}/s, ${entries.toLocaleString('en-US')} entries ${fmt(b.rate)}/s`,
+          );
         }
         const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
-        report.ratioRow(`Pipeline with ${entries.toLocaleString('en-US')} suppressions vs none`, median(none), median(million), '/s', 0.97);
+        report.ratioRow(
+          `Pipeline with ${entries.toLocaleString('en-US')} suppressions vs none`,
+          median(none),
+          median(million),
+          '/s',
+          0.97,
+        );
         report.note(
           `Suppressions: ${pairs} alternating pairs of the pipeline (${PIPELINE_HANDOFFS} handoffs × ${per} sms), one tenant with an empty suppression list and one with ` +
             `${entries.toLocaleString('en-US')} entries (none matching, so every delivery is sent and each claim looks its address up). ` +
@@ -387,9 +612,18 @@ async function main(): Promise<number> {
       await phase('fanout', async () => {
         await waitIdle(db, 'fan-out');
         progress(`fan-out: one handoff with ${FANOUT_N} sms recipients`);
-        const [f] = await watched('fan-out, ENS', () => ensFanout(api.baseUrl, token, db, FANOUT_N));
+        const [f] = await watched('fan-out, ENS', () =>
+          ensFanout(api.baseUrl, token, db, FANOUT_N),
+        );
         progress(`fan-out: 202 after ${ms(f.acceptMs)}, all sent after ${ms(f.allSentMs)}`);
-        report.row({ measure: `Fan-out: ${FANOUT_N} recipients, POST → 202`, raw: '', ens: ms(f.acceptMs), ratio: '', target: '< 1 s', met: f.acceptMs < 1000 ? 'yes' : 'NO' });
+        report.row({
+          measure: `Fan-out: ${FANOUT_N} recipients, POST → 202`,
+          raw: '',
+          ens: ms(f.acceptMs),
+          ratio: '',
+          target: '< 1 s',
+          met: f.acceptMs < 1000 ? 'yes' : 'NO',
+        });
         report.row({
           measure: `Fan-out: POST → all ${FANOUT_N} sent`,
           raw: '',
@@ -398,7 +632,9 @@ async function main(): Promise<number> {
           target: '"soon after" (no number)',
           met: 'info',
         });
-        report.note(`Fan-out: request body ${fmt(f.bodyBytes / 1024)} KiB; final statuses ${JSON.stringify(f.statuses)}.`);
+        report.note(
+          `Fan-out: request body ${fmt(f.bodyBytes / 1024)} KiB; final statuses ${JSON.stringify(f.statuses)}.`,
+        );
         report.data.fanout = f;
       });
     }
@@ -415,16 +651,31 @@ async function main(): Promise<number> {
         };
         const [marketing, bank] = [await sender('marketing'), await sender('bank')];
         const blastN = FAIR.handoffs * FAIR.perHandoff;
-        const blast = { handoffs: FAIR.handoffs, perHandoff: FAIR.perHandoff, everyMs: FAIR.singleEveryMs };
+        const blast = {
+          handoffs: FAIR.handoffs,
+          perHandoff: FAIR.perHandoff,
+          everyMs: FAIR.singleEveryMs,
+        };
         // The worker's window as before fair delivery: 4 wake-ups per send slot (256 for 64 slots),
         // so it chooses among those only. With the two lanes a single is not behind the blast's
         // wake-ups even then; what the big window adds is fairness among backlogs it holds.
-        progress(`fairness: ${FAIR.handoffs} × ${FAIR.perHandoff} sms for "marketing", one sms for "bank" every ${FAIR.singleEveryMs} ms; first with ENS_SEND_WINDOW=256 (what the worker held before)`);
+        progress(
+          `fairness: ${FAIR.handoffs} × ${FAIR.perHandoff} sms for "marketing", one sms for "bank" every ${FAIR.singleEveryMs} ms; first with ENS_SEND_WINDOW=256 (what the worker held before)`,
+        );
         await api.stop();
-        api = await startEns({ name: 'window-256', env: { ...env, ENS_SEND_WINDOW: '256' }, ...(profDir ? { profDir } : {}) });
+        api = await startEns({
+          name: 'window-256',
+          env: { ...env, ENS_SEND_WINDOW: '256' },
+          ...(profDir ? { profDir } : {}),
+        });
         await clearRecord(db);
-        const before = await blastWithSingles(api.baseUrl, db, marketing, bank, { ...blast, offset: 0 });
-        progress(`fairness: window 256: blast ${fmt(before.blastRate)}/s; singles p50 ${fmt(before.singles.p50)} ms, p99 ${fmt(before.singles.p99)} ms`);
+        const before = await blastWithSingles(api.baseUrl, db, marketing, bank, {
+          ...blast,
+          offset: 0,
+        });
+        progress(
+          `fairness: window 256: blast ${fmt(before.blastRate)}/s; singles p50 ${fmt(before.singles.p50)} ms, p99 ${fmt(before.singles.p99)} ms`,
+        );
         await api.stop();
         api = await startMain('main-fair');
         await clearRecord(db);
@@ -432,9 +683,20 @@ async function main(): Promise<number> {
         const fairChild = api;
         const idleRssKb = await fairChild.rssKb();
         let peakRssKb = idleRssKb;
-        const rssTimer = setInterval(() => void fairChild.rssKb().then((kb) => (peakRssKb = Math.max(peakRssKb, kb)), () => {}), 200);
-        const [fair, fairDiag] = await watched('fairness: blast with singles, ENS', () => blastWithSingles(api.baseUrl, db, marketing, bank, { ...blast, offset: 100_000 })).finally(() => clearInterval(rssTimer));
-        progress(`fairness: default window: blast ${fmt(fair.blastRate)}/s; singles p50 ${fmt(fair.singles.p50)} ms, p99 ${fmt(fair.singles.p99)} ms`);
+        const rssTimer = setInterval(
+          () =>
+            void fairChild.rssKb().then(
+              (kb) => (peakRssKb = Math.max(peakRssKb, kb)),
+              () => {},
+            ),
+          200,
+        );
+        const [fair, fairDiag] = await watched('fairness: blast with singles, ENS', () =>
+          blastWithSingles(api.baseUrl, db, marketing, bank, { ...blast, offset: 100_000 }),
+        ).finally(() => clearInterval(rssTimer));
+        progress(
+          `fairness: default window: blast ${fmt(fair.blastRate)}/s; singles p50 ${fmt(fair.singles.p50)} ms, p99 ${fmt(fair.singles.p99)} ms`,
+        );
         report.row({
           measure: `Fair: another tenant's sms during a ${fmt(blastN)} blast, 202 → sent`,
           raw: `p99 ${ms(before.singles.p99)} (window 256)`,
@@ -443,17 +705,32 @@ async function main(): Promise<number> {
           target: 'p99 ≤ 1 s',
           met: fair.singles.p99 <= 1000 ? 'yes' : 'NO',
         });
-        // The same with the worker in a process of its own, as a deployment that scales would run it:
-        // the API's accepting of the blast no longer shares the worker's event loop.
+        // The same with the worker in a process of its own, as a deployment that scales would run
+        // it: the API's accepting of the blast no longer shares the worker's event loop.
         await api.stop();
-        api = await startEns({ name: 'fair-api', env, roles: ['api', 'callbacks', 'feed'], ...(profDir ? { profDir } : {}) });
-        const splitWorker = await startEns({ name: 'fair-worker', env, roles: ['worker'], ...(profDir ? { profDir } : {}) });
+        api = await startEns({
+          name: 'fair-api',
+          env,
+          roles: ['api', 'callbacks', 'feed'],
+          ...(profDir ? { profDir } : {}),
+        });
+        const splitWorker = await startEns({
+          name: 'fair-worker',
+          env,
+          roles: ['worker'],
+          ...(profDir ? { profDir } : {}),
+        });
         await clearRecord(db);
-        const split = await blastWithSingles(api.baseUrl, db, marketing, bank, { ...blast, offset: 200_000 });
+        const split = await blastWithSingles(api.baseUrl, db, marketing, bank, {
+          ...blast,
+          offset: 200_000,
+        });
         await splitWorker.stop();
         await api.stop();
         api = await startMain('main-fair-2');
-        progress(`fairness: worker in its own process: blast ${fmt(split.blastRate)}/s; singles p50 ${fmt(split.singles.p50)} ms, p99 ${fmt(split.singles.p99)} ms`);
+        progress(
+          `fairness: worker in its own process: blast ${fmt(split.blastRate)}/s; singles p50 ${fmt(split.singles.p50)} ms, p99 ${fmt(split.singles.p99)} ms`,
+        );
         report.row({
           measure: `Fair: the same, api and worker in separate processes`,
           raw: '',
@@ -472,7 +749,9 @@ async function main(): Promise<number> {
         });
 
         const others = [await sender('x'), await sender('y'), await sender('z')];
-        progress(`fairness: three clients with backlogs of ${FAIR.backlogs.map(fmt).join(', ')} sms at once`);
+        progress(
+          `fairness: three clients with backlogs of ${FAIR.backlogs.map(fmt).join(', ')} sms at once`,
+        );
         await clearRecord(db);
         const shares = await sharesUnderBacklogs(api.baseUrl, db, others, FAIR.backlogs, 300_000);
         const worst = Math.max(...shares.perClient.map((c) => Math.abs(c.ofFairShare - 1)));
@@ -485,31 +764,57 @@ async function main(): Promise<number> {
           met: worst <= 0.1 ? 'yes' : 'NO',
         });
 
-        progress(`fairness: a provider that refuses more than ${FAIR.pace} sends in any second (fake Twilio), paced by ENS_PROVIDER_PACE, two worker processes, ${FAIR.paced} sms`);
+        progress(
+          `fairness: a provider that refuses more than ${FAIR.pace} sends in any second (fake Twilio), paced by ENS_PROVIDER_PACE, two worker processes, ${FAIR.paced} sms`,
+        );
         const twilio = await startLimitedTwilio(FAIR.pace);
         onCleanup('fake twilio', () => twilio.fake.stop());
         const pacedEnv = {
           ...env,
           ENS_PROVIDERS: 'sms=@ens/plugin-twilio',
-          ENS_PROVIDER_CONFIG: JSON.stringify({ '@ens/plugin-twilio': { accountSid: twilio.fake.accountSid, authToken: twilio.fake.authToken, from: '+15005550006', baseUrl: twilio.baseUrl } }),
+          ENS_PROVIDER_CONFIG: JSON.stringify({
+            '@ens/plugin-twilio': {
+              accountSid: twilio.fake.accountSid,
+              authToken: twilio.fake.authToken,
+              from: '+15005550006',
+              baseUrl: twilio.baseUrl,
+            },
+          }),
           ENS_PROVIDER_PACE: `@ens/plugin-twilio=${FAIR.pace}`,
         };
         await api.stop();
         api = await startEns({ name: 'paced', env: pacedEnv, ...(profDir ? { profDir } : {}) });
-        const secondWorker = await startEns({ name: 'paced-worker-2', env: pacedEnv, roles: ['worker'], ...(profDir ? { profDir } : {}) });
-        const paced = await pacedSends(api.baseUrl, db, marketing, twilio.fake, FAIR.paced, 2_000_000);
+        const secondWorker = await startEns({
+          name: 'paced-worker-2',
+          env: pacedEnv,
+          roles: ['worker'],
+          ...(profDir ? { profDir } : {}),
+        });
+        const paced = await pacedSends(
+          api.baseUrl,
+          db,
+          marketing,
+          twilio.fake,
+          FAIR.paced,
+          2_000_000,
+        );
         await secondWorker.stop();
         await api.stop();
         await twilio.fake.stop();
         api = await startMain('main-3');
-        progress(`fairness: paced ${fmt(paced.rate)} sends/s, ${paced.refusedForRate} refused for rate`);
+        progress(
+          `fairness: paced ${fmt(paced.rate)} sends/s, ${paced.refusedForRate} refused for rate`,
+        );
         report.row({
           measure: `Pace: provider limited to ${FAIR.pace}/s, 2 worker processes, ${fmt(FAIR.paced)} sms`,
           raw: `${FAIR.pace} /s`,
           ens: `${fmt(paced.rate)} /s, ${paced.refusedForRate} refused`,
           ratio: (paced.rate / FAIR.pace).toFixed(3),
           target: 'within 5 %, 0 refused',
-          met: Math.abs(paced.rate / FAIR.pace - 1) <= 0.05 && paced.refusedForRate === 0 ? 'yes' : 'NO',
+          met:
+            Math.abs(paced.rate / FAIR.pace - 1) <= 0.05 && paced.refusedForRate === 0
+              ? 'yes'
+              : 'NO',
         });
         report.note(
           `Fair delivery: each run starts from an empty delivery record (the pipeline slows as the record grows, so runs compared on different records would differ for that reason alone). "marketing" posts ${FAIR.handoffs} handoffs of ${fmt(FAIR.perHandoff)} sms at once; "bank" posts one sms every ${FAIR.singleEveryMs} ms until the blast has drained ` +
@@ -522,7 +827,16 @@ async function main(): Promise<number> {
             `Three clients: ${shares.perClient.map((c, i) => `${['x', 'y', 'z'][i]} (backlog ${fmt(c.backlog)}) ${fmt(c.rate)}/s`).join(', ')} over the ${shares.windowS.toFixed(1)} s in which all three had work. ` +
             `Pace: measured at the fake provider, first to last send accepted; it answers 429 to a send beyond ${FAIR.pace} in any one-second window.`,
         );
-        report.data.fairness = { settings: FAIR, before, fair, split, shares, paced, idleRssKb, peakRssKb };
+        report.data.fairness = {
+          settings: FAIR,
+          before,
+          fair,
+          split,
+          shares,
+          paced,
+          idleRssKb,
+          peakRssKb,
+        };
       });
     }
 
@@ -531,27 +845,57 @@ async function main(): Promise<number> {
       await phase('callbacks', async () => {
         await waitIdle(db, 'callbacks');
         receiver = await startReceiver();
-        progress(`callbacks: raw undici loop, concurrency 64, ${CALLBACKS_N} posts to the receiver process, ${RAW_REPEATS} runs`);
+        progress(
+          `callbacks: raw undici loop, concurrency 64, ${CALLBACKS_N} posts to the receiver process, ${RAW_REPEATS} runs`,
+        );
         const rcv = receiver;
-        const [raw, rawDiag] = await watched('callbacks, raw undici', () => medianOf(RAW_REPEATS, () => rawCallbacks(rcv, CALLBACKS_N)));
-        progress(`callbacks: raw ${raw.runs.map((r) => fmt(r)).join(', ')} posts/s; median ${fmt(raw.rate)}`);
+        const [raw, rawDiag] = await watched('callbacks, raw undici', () =>
+          medianOf(RAW_REPEATS, () => rawCallbacks(rcv, CALLBACKS_N)),
+        );
+        progress(
+          `callbacks: raw ${raw.runs.map((r) => fmt(r)).join(', ')} posts/s; median ${fmt(raw.rate)}`,
+        );
 
-        progress(`callbacks: ENS end to end (all roles), ${CALLBACKS_N} deliveries with callback_url`);
-        const [e2e] = await watched('callbacks, ENS end to end', () => ensCallbacksEndToEnd(api.baseUrl, token, db, rcv, CALLBACKS_N));
+        progress(
+          `callbacks: ENS end to end (all roles), ${CALLBACKS_N} deliveries with callback_url`,
+        );
+        const [e2e] = await watched('callbacks, ENS end to end', () =>
+          ensCallbacksEndToEnd(api.baseUrl, token, db, rcv, CALLBACKS_N),
+        );
         progress(`callbacks: ENS end to end ${fmt(e2e.rate)} posts/s`);
         await waitIdle(db, 'callbacks');
 
-        // Isolate the callbacks role: an ENS without it queues the callbacks, then a callbacks-only ENS drains them.
-        progress('callbacks: stopping the all-roles ENS; starting one without the callbacks role to queue callbacks');
+        // Isolate the callbacks role: an ENS without it queues the callbacks, then a callbacks-only
+        // ENS drains them.
+        progress(
+          'callbacks: stopping the all-roles ENS; starting one without the callbacks role to ' +
+            'queue callbacks',
+        );
         await api.stop();
-        api = await startEns({ name: 'feeder', env, roles: ['api', 'worker', 'feed'], ...(profDir ? { profDir } : {}) });
-        const iso = await ensCallbacksIsolated({ baseUrl: api.baseUrl, token }, db, rcv, CALLBACKS_N, { name: 'callbacks-only', env, ...(profDir ? { profDir } : {}) }, (pid) =>
-          diag(pid, undefined),
+        api = await startEns({
+          name: 'feeder',
+          env,
+          roles: ['api', 'worker', 'feed'],
+          ...(profDir ? { profDir } : {}),
+        });
+        const iso = await ensCallbacksIsolated(
+          { baseUrl: api.baseUrl, token },
+          db,
+          rcv,
+          CALLBACKS_N,
+          { name: 'callbacks-only', env, ...(profDir ? { profDir } : {}) },
+          (pid) => diag(pid, undefined),
         );
         recordDiag('callbacks, ENS callbacks role alone', iso.diagnosis);
         progress(`callbacks: ENS callbacks role alone ${fmt(iso.rate)} posts/s`);
         await waitIdle(db, 'callbacks', 30_000);
-        report.ratioRow(`Callbacks: signed posts, callbacks role alone (N=${CALLBACKS_N})`, raw.rate, iso.rate, '/s', 0.3);
+        report.ratioRow(
+          `Callbacks: signed posts, callbacks role alone (N=${CALLBACKS_N})`,
+          raw.rate,
+          iso.rate,
+          '/s',
+          0.3,
+        );
         report.row({
           measure: `Callbacks: end to end, all roles (N=${CALLBACKS_N})`,
           raw: `${fmt(raw.rate)} /s`,
@@ -578,10 +922,16 @@ async function main(): Promise<number> {
     if (phases.has('feed')) {
       await phase('feed', async () => {
         await waitIdle(db, 'feed');
-        progress(`feed: topping the bench client up to ${feedRows.toLocaleString('en-US')} deliveries straight in PostgreSQL (ENS idle)`);
+        progress(
+          `feed: topping the bench client up to ${feedRows.toLocaleString('en-US')} deliveries straight in PostgreSQL (ENS idle)`,
+        );
         const fill = await fillFeed(db, client.clientId, feedRows);
-        progress(`feed: ${fill.total.toLocaleString('en-US')} deliveries (${fill.inserted.toLocaleString('en-US')} inserted in ${ms(fill.insertMs)}, VACUUM ANALYZE ${ms(fill.vacuumMs)})`);
-        const [cases] = await watched('feed pages, ENS', () => timeFeedPages(api.baseUrl, token, db, client.clientId, fill.total));
+        progress(
+          `feed: ${fill.total.toLocaleString('en-US')} deliveries (${fill.inserted.toLocaleString('en-US')} inserted in ${ms(fill.insertMs)}, VACUUM ANALYZE ${ms(fill.vacuumMs)})`,
+        );
+        const [cases] = await watched('feed pages, ENS', () =>
+          timeFeedPages(api.baseUrl, token, db, client.clientId, fill.total),
+        );
         for (const c of cases) {
           report.row({
             measure: `Feed @ ${fmt(fill.total)} rows: ${c.name} (limit=1000, ${c.rows} rows${c.ms.n < 20 ? `, n=${c.ms.n}` : ''})`,
@@ -601,12 +951,24 @@ async function main(): Promise<number> {
       });
     }
 
-    // ── 6b. Scaling: the same measures with 1, 2 (and more, where there are cores) processes ──────
+    // ── 6b. Scaling: the same measures with 1, 2 (and more, where there are cores) processes
+    // ──────
     if (phases.has('scaling')) {
       await phase('scaling', async () => {
         const cores = os.availableParallelism();
-        const counts = [...new Set([1, 2, Math.min(cores, 4), cores].filter((n) => n <= Math.max(2, cores) && n <= 8))].sort((a, b) => a - b);
-        const runs: { n: number; accept: number; fanout: number; acceptDiag: Diagnosis; fanoutDiag: Diagnosis; rssMb: number[] }[] = [];
+        const counts = [
+          ...new Set(
+            [1, 2, Math.min(cores, 4), cores].filter((n) => n <= Math.max(2, cores) && n <= 8),
+          ),
+        ].sort((a, b) => a - b);
+        const runs: {
+          n: number;
+          accept: number;
+          fanout: number;
+          acceptDiag: Diagnosis;
+          fanoutDiag: Diagnosis;
+          rssMb: number[];
+        }[] = [];
         for (const n of counts) {
           await waitIdle(db, 'scaling');
           await api.stop();
@@ -614,41 +976,81 @@ async function main(): Promise<number> {
           api = await startMain(`scaling-${n}`, { ENS_PROCESSES: String(n) });
           await allProcessesUp(api.pid, n);
           progress(`scaling: ENS_PROCESSES=${n}: accept, ${ACCEPT.concurrency} connections`);
-          const [acc, acceptDiag] = await watched(`scaling: accept, ${n} process${n > 1 ? 'es' : ''}`, () => ensAccept(api.baseUrl, token, ACCEPT));
+          const [acc, acceptDiag] = await watched(
+            `scaling: accept, ${n} process${n > 1 ? 'es' : ''}`,
+            () => ensAccept(api.baseUrl, token, ACCEPT),
+          );
           await waitIdle(db, 'scaling');
           await clearRecord(db);
           progress(`scaling: ENS_PROCESSES=${n}: one handoff of ${FANOUT_N} sms`);
-          const [f, fanoutDiag] = await watched(`scaling: fan-out, ${n} process${n > 1 ? 'es' : ''}`, () => ensFanout(api.baseUrl, token, db, FANOUT_N));
+          const [f, fanoutDiag] = await watched(
+            `scaling: fan-out, ${n} process${n > 1 ? 'es' : ''}`,
+            () => ensFanout(api.baseUrl, token, db, FANOUT_N),
+          );
           const rssMb = await treeRssMb(api.pid);
-          progress(`scaling: ${n} process(es): accept ${fmt(acc.rate)}/s, fan-out ${fmt(f.sendRate)} sent/s; RSS ${rssMb.map((r) => `${fmt(r)} MB`).join(', ')}`);
+          progress(
+            `scaling: ${n} process(es): accept ${fmt(acc.rate)}/s, fan-out ${fmt(f.sendRate)} sent/s; RSS ${rssMb.map((r) => `${fmt(r)} MB`).join(', ')}`,
+          );
           runs.push({ n, accept: acc.rate, fanout: f.sendRate, acceptDiag, fanoutDiag, rssMb });
         }
         const one = runs[0]!;
         for (const r of runs.slice(1)) {
           const target = r.n === 2 ? 1.3 : undefined;
-          report.row({ measure: `Scaling: accept, ENS_PROCESSES=${r.n} vs 1 (C=${ACCEPT.concurrency})`, raw: `${fmt(one.accept)} /s`, ens: `${fmt(r.accept)} /s`, ratio: (r.accept / one.accept).toFixed(2), target: target ? `≥ ${target}` : 'info', met: target ? (r.accept / one.accept >= target ? 'yes' : 'NO') : 'info' });
-          report.row({ measure: `Scaling: ${FANOUT_N} fan-out, ENS_PROCESSES=${r.n} vs 1`, raw: `${fmt(one.fanout)} /s`, ens: `${fmt(r.fanout)} /s`, ratio: (r.fanout / one.fanout).toFixed(2), target: target ? `≥ ${target}` : 'info', met: target ? (r.fanout / one.fanout >= target ? 'yes' : 'NO') : 'info' });
+          report.row({
+            measure: `Scaling: accept, ENS_PROCESSES=${r.n} vs 1 (C=${ACCEPT.concurrency})`,
+            raw: `${fmt(one.accept)} /s`,
+            ens: `${fmt(r.accept)} /s`,
+            ratio: (r.accept / one.accept).toFixed(2),
+            target: target ? `≥ ${target}` : 'info',
+            met: target ? (r.accept / one.accept >= target ? 'yes' : 'NO') : 'info',
+          });
+          report.row({
+            measure: `Scaling: ${FANOUT_N} fan-out, ENS_PROCESSES=${r.n} vs 1`,
+            raw: `${fmt(one.fanout)} /s`,
+            ens: `${fmt(r.fanout)} /s`,
+            ratio: (r.fanout / one.fanout).toFixed(2),
+            target: target ? `≥ ${target}` : 'info',
+            met: target ? (r.fanout / one.fanout >= target ? 'yes' : 'NO') : 'info',
+          });
         }
         report.note(
           `Scaling (${cores} cores): CPU per accepted request and per delivery sent, split by process group, with 1…${counts.at(-1)} ENS processes. ` +
-            runs.map((r) => `${r.n}: accept ${formatCpuPerOp(cpuPerOp(r.acceptDiag, r.accept * (ACCEPT.durationMs / 1000)))}; fan-out ${formatCpuPerOp(cpuPerOp(r.fanoutDiag, FANOUT_N))}; RSS after the fan-out ${r.rssMb.map((m) => `${fmt(m)} MB`).join(' + ')}${r.n > 1 ? ' (the supervisor first)' : ''}`).join(' | '),
+            runs
+              .map(
+                (r) =>
+                  `${r.n}: accept ${formatCpuPerOp(cpuPerOp(r.acceptDiag, r.accept * (ACCEPT.durationMs / 1000)))}; fan-out ${formatCpuPerOp(cpuPerOp(r.fanoutDiag, FANOUT_N))}; RSS after the fan-out ${r.rssMb.map((m) => `${fmt(m)} MB`).join(' + ')}${r.n > 1 ? ' (the supervisor first)' : ''}`,
+              )
+              .join(' | '),
         );
-        report.data.scaling = runs.map((r) => ({ processes: r.n, acceptPerS: r.accept, fanoutPerS: r.fanout, acceptCpuPerOp: cpuPerOp(r.acceptDiag, r.accept * (ACCEPT.durationMs / 1000)), fanoutCpuPerOp: cpuPerOp(r.fanoutDiag, FANOUT_N) }));
+        report.data.scaling = runs.map((r) => ({
+          processes: r.n,
+          acceptPerS: r.accept,
+          fanoutPerS: r.fanout,
+          acceptCpuPerOp: cpuPerOp(r.acceptDiag, r.accept * (ACCEPT.durationMs / 1000)),
+          fanoutCpuPerOp: cpuPerOp(r.fanoutDiag, FANOUT_N),
+        }));
         await api.stop();
         await clearRecord(db);
         api = await startMain('main-after-scaling');
       });
     }
 
-    // ── 7. Peers: what a team would pick instead, on the same engines ─────────────────────────────
-    // Last, because it empties the delivery record the earlier phases built (each of its ENS runs starts from an empty one).
+    // ── 7. Peers: what a team would pick instead, on the same engines
+    // ───────────────────────────── Last, because it empties the delivery record the earlier phases
+    // built (each of its ENS runs starts from an empty one).
     if (phases.has('peers')) {
       await phase('peers', async () => {
         await waitIdle(db, 'peers');
         await runPeersPhase({
           engines,
           db,
-          ens: { label: 'ENS, all roles, 1 process', pids: [api.pid], baseUrl: api.baseUrl, token, clientId: client.clientId },
+          ens: {
+            label: 'ENS, all roles, 1 process',
+            pids: [api.pid],
+            baseUrl: api.baseUrl,
+            token,
+            clientId: client.clientId,
+          },
           report,
           accept: ACCEPT,
           redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
@@ -658,14 +1060,71 @@ async function main(): Promise<number> {
       });
     }
 
+    // ── 8. The record's cost: WAL and PostgreSQL CPU per delivery (issue 27) ─────────────────────
+    // Engines of its own (a fresh PostgreSQL per configuration), so it reads only its deliveries.
+    if (phases.has('wal')) {
+      await phase('wal', async () => {
+        const measures: WalMeasure[] = [];
+        for (const config of ['project', 'stock'] as const) {
+          progress(`wal: ${config} PostgreSQL, 2 handoffs of ${FANOUT_N} sms with callbacks`);
+          measures.push(await measureWal({ config, n: FANOUT_N, handoffs: 2 }));
+        }
+        const [own, stock] = measures as [WalMeasure, WalMeasure];
+        const kbPer = (m: WalMeasure) => m.walBytes / m.deliveries / 1024;
+        const msPer = (m: WalMeasure) => (m.pgCpuSeconds / m.deliveries) * 1000;
+        for (const [m, target] of [
+          [own, 1.9],
+          [stock, 2.6],
+        ] as const) {
+          report.row({
+            measure: `WAL per delivery, whole life, 2 × ${fmt(FANOUT_N)} handoff with callbacks (${m.config === 'project' ? "ENS's own PostgreSQL" : 'stock PostgreSQL'})`,
+            raw: '',
+            ens: `${kbPer(m).toFixed(2)} KB (FPI ${((100 * m.fpiBytes) / m.walBytes).toFixed(1)} %)`,
+            ratio: '',
+            target: `≤ ${target} KB`,
+            met: kbPer(m) <= target ? 'yes' : 'NO',
+          });
+        }
+        report.row({
+          measure: "PostgreSQL CPU per delivery, whole life (the same run, ENS's own PostgreSQL)",
+          raw: '',
+          ens: `${msPer(own).toFixed(3)} ms`,
+          ratio: '',
+          target: '≤ 0.08 ms',
+          met: msPer(own) <= 0.08 ? 'yes' : 'NO',
+        });
+        report.note(
+          `WAL: each configuration on a fresh PostgreSQL (fsync on) with its own NATS, an all-roles ENS from source and a callback receiver; ` +
+            `two ${fmt(FANOUT_N)}-recipient handoffs with callback_url, each counted from its POST until every delivery is sent, stamped and called back; ` +
+            `WAL from pg_current_wal_lsn, CPU = utime + stime of every postgres process. Stock CPU per delivery ${msPer(stock).toFixed(3)} ms. ` +
+            `By record type and relation: test/bench/last-run.json (wal), or \`npm run bench:wal\`.`,
+        );
+        report.data.wal = measures;
+        for (const m of measures) process.stderr.write(`\n${formatWal(m)}\n`);
+      });
+    }
+
     // Stop the ENS children now so their CPU profiles are written, then summarise them.
-    const childLogs = allChildren.map((c) => ({ name: c.name, warnings: c.logs.warnings, errors: c.logs.errors, samples: Object.fromEntries(c.logs.samples) }));
+    const childLogs = allChildren.map((c) => ({
+      name: c.name,
+      warnings: c.logs.warnings,
+      errors: c.logs.errors,
+      samples: Object.fromEntries(c.logs.samples),
+    }));
     for (const c of allChildren) await c.stop();
     await receiver?.stop();
     for (const c of childLogs) {
-      if (c.warnings + c.errors > 0) report.note(`ENS child "${c.name}" logged ${c.warnings} warnings and ${c.errors} errors: ${Object.entries(c.samples).map(([m, n]) => `${n} × "${m}"`).join('; ')}`);
+      if (c.warnings + c.errors > 0)
+        report.note(
+          `ENS child "${c.name}" logged ${c.warnings} warnings and ${c.errors} errors: ${Object.entries(
+            c.samples,
+          )
+            .map(([m, n]) => `${n} × "${m}"`)
+            .join('; ')}`,
+        );
     }
-    if (childLogs.every((c) => c.warnings + c.errors === 0)) report.note('No ENS child logged a warning or an error.');
+    if (childLogs.every((c) => c.warnings + c.errors === 0))
+      report.note('No ENS child logged a warning or an error.');
     report.data.childLogs = childLogs;
     if (profDir) {
       profiles = await summariseProfiles(profDir);
@@ -683,11 +1142,25 @@ async function main(): Promise<number> {
 
   const durationMs = elapsedMs();
   const loadEnd = os.loadavg();
-  header.push(`Run took ${(durationMs / 1000).toFixed(0)} s; load average ${loadStart.map((l) => l.toFixed(2)).join(' ')} at start, ${loadEnd.map((l) => l.toFixed(2)).join(' ')} at end (other work on this machine skews absolute figures; ratios share the noise)`);
+  header.push(
+    `Run took ${(durationMs / 1000).toFixed(0)} s; load average ${loadStart.map((l) => l.toFixed(2)).join(' ')} at start, ${loadEnd.map((l) => l.toFixed(2)).join(' ')} at end (other work on this machine skews absolute figures; ratios share the noise)`,
+  );
   const table = report.table(header);
   process.stdout.write(`\n${table}\n`);
   const jsonFile = path.join(HERE, 'last-run.json');
-  await report.writeJson(jsonFile, { startedAt: startedAt.toISOString(), durationMs, phases: [...phases], feedRows, growthRows, profiling, cpus: os.cpus().length, loadStart, loadEnd, header, table });
+  await report.writeJson(jsonFile, {
+    startedAt: startedAt.toISOString(),
+    durationMs,
+    phases: [...phases],
+    feedRows,
+    growthRows,
+    profiling,
+    cpus: os.cpus().length,
+    loadStart,
+    loadEnd,
+    header,
+    table,
+  });
   progress(`wrote ${path.relative(process.cwd(), jsonFile)}`);
   return failures > 0 ? 1 : 0;
 }

@@ -16,8 +16,17 @@ export interface LatencySummary {
 
 export function summarise(values: readonly number[]): LatencySummary {
   const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1]!);
-  return { n: sorted.length, p50: at(50), p90: at(90), p99: at(99), max: sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1]! };
+  const at = (p: number) =>
+    sorted.length === 0
+      ? Number.NaN
+      : sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1]!;
+  return {
+    n: sorted.length,
+    p50: at(50),
+    p90: at(90),
+    p99: at(99),
+    max: sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1]!,
+  };
 }
 
 /** Least-squares slope of y over x; NaN with fewer than two distinct x. */
@@ -35,13 +44,17 @@ export function slope(points: readonly { x: number; y: number }[]): number {
   return den === 0 ? Number.NaN : num / den;
 }
 
-export const round = (v: number, digits = 1): number => (Number.isFinite(v) ? Number(v.toFixed(digits)) : v);
+export const round = (v: number, digits = 1): number =>
+  Number.isFinite(v) ? Number(v.toFixed(digits)) : v;
 
 /**
  * Runs a short raw baseline `times` times and keeps the run with the median rate: a burst of a
  * second or less is easily caught by a moment of contention (or quiet) on a shared machine.
  */
-export async function medianOf<T extends { rate: number }>(times: number, fn: () => Promise<T>): Promise<T & { runs: number[] }> {
+export async function medianOf<T extends { rate: number }>(
+  times: number,
+  fn: () => Promise<T>,
+): Promise<T & { runs: number[] }> {
   const results: T[] = [];
   for (let i = 0; i < times; i++) results.push(await fn());
   const sorted = [...results].sort((a, b) => a.rate - b.rate);

@@ -12,23 +12,54 @@ import { startReceiver } from '../harness/receiver.ts';
 
 /** Long enough that a retry waiting in the queue is still waiting when the test looks. */
 const BACKOFF_MS = 30_000;
-const svc = await startTestService(t, { env: { ENS_CALLBACK_BACKOFF: `${BACKOFF_MS}ms,${BACKOFF_MS}ms` } });
-
-t.test("a receiver that refuses every post does not stall other clients' callbacks while its retries wait", async (t) => {
-  const refusing = await svc.createClient({ name: 'refused' });
-  const quick = await svc.createClient({ name: 'quick-refused' });
-  await svc.tenant(refusing, 'refused');
-  await svc.tenant(quick, 'quick');
-  const refuses = await startReceiver(t, [503]);
-  const ok = await startReceiver(t);
-  const n = 10_000;
-  t.equal((await svc.send(refusing, smsHandoff('refused', sandboxPhones(n, 100_000), { callback_url: refuses.url }))).status, 202);
-  await waitFor(async () => refuses.posts.length >= n, 90_000, `${n} refused posts`);
-
-  const sentAt = Date.now();
-  t.equal((await svc.send(quick, smsHandoff('quick', sandboxPhones(1, 5_001), { callback_url: ok.url }))).status, 202);
-  await waitFor(async () => ok.posts.length >= 1, BACKOFF_MS + 10_000, "the other client's callback");
-  const waited = ok.posts[0]!.at - sentAt;
-  t.comment(`with ${n} refused callbacks waiting ${BACKOFF_MS / 1000} s for their retry, the other client's callback arrived ${waited} ms after its send`);
-  t.ok(waited < 5_000, `the other client's callback did not wait for their retries (${waited} ms)`);
+const svc = await startTestService(t, {
+  env: { ENS_CALLBACK_BACKOFF: `${BACKOFF_MS}ms,${BACKOFF_MS}ms` },
 });
+
+t.test(
+  "a receiver that refuses every post does not stall other clients' callbacks while its " +
+    'retries wait',
+  async (t) => {
+    const refusing = await svc.createClient({ name: 'refused' });
+    const quick = await svc.createClient({ name: 'quick-refused' });
+    await svc.tenant(refusing, 'refused');
+    await svc.tenant(quick, 'quick');
+    const refuses = await startReceiver(t, [503]);
+    const ok = await startReceiver(t);
+    const n = 10_000;
+    t.equal(
+      (
+        await svc.send(
+          refusing,
+          smsHandoff('refused', sandboxPhones(n, 100_000), { callback_url: refuses.url }),
+        )
+      ).status,
+      202,
+    );
+    await waitFor(async () => refuses.posts.length >= n, 90_000, `${n} refused posts`);
+
+    const sentAt = Date.now();
+    t.equal(
+      (
+        await svc.send(
+          quick,
+          smsHandoff('quick', sandboxPhones(1, 5_001), { callback_url: ok.url }),
+        )
+      ).status,
+      202,
+    );
+    await waitFor(
+      async () => ok.posts.length >= 1,
+      BACKOFF_MS + 10_000,
+      "the other client's callback",
+    );
+    const waited = ok.posts[0]!.at - sentAt;
+    t.comment(
+      `with ${n} refused callbacks waiting ${BACKOFF_MS / 1000} s for their retry, the other client's callback arrived ${waited} ms after its send`,
+    );
+    t.ok(
+      waited < 5_000,
+      `the other client's callback did not wait for their retries (${waited} ms)`,
+    );
+  },
+);

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestService, smsHandoff, waitFor } from '../harness/service.ts';
@@ -28,26 +28,40 @@ async function ens(args: string[]): Promise<any> {
   return JSON.parse(r.stdout);
 }
 
-async function mint(clientId: string, clientSecret: string): Promise<{ status: number; body: any }> {
+async function mint(
+  clientId: string,
+  clientSecret: string,
+): Promise<{ status: number; body: any }> {
   const res = await fetch(`${svc.baseUrl}/v1/oauth2/token/`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: clientId,
+      client_secret: clientSecret,
+    }),
   });
   return { status: res.status, body: await res.json().catch(() => undefined) };
 }
 
 async function get(path: string, token: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${svc.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const res = await fetch(`${svc.baseUrl}${path}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
   return { status: res.status, body: await res.json().catch(() => undefined) };
 }
 
 /** Rows of any table whose text contains `needle`: a secret must be in none of them. */
 async function rowsContaining(needle: string): Promise<string[]> {
-  const { rows: tables } = await svc.rt.db.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'`);
+  const { rows: tables } = await svc.rt.db.query<{ name: string }>(
+    `SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'`,
+  );
   const hits: string[] = [];
   for (const { name } of tables) {
-    const { rows } = await svc.rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${name}" r WHERE strpos(r::text, $1) > 0`, [needle]);
+    const { rows } = await svc.rt.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "${name}" r WHERE strpos(r::text, $1) > 0`,
+      [needle],
+    );
     if (rows[0]!.n > 0) hits.push(name);
   }
   return hits;
@@ -61,34 +75,98 @@ t.test('clients create prints one JSON object with the secrets, shown once', asy
   t.equal(r.code, 0, r.stderr);
   const issued = JSON.parse(r.stdout); // throws unless stdout is exactly one JSON document
   created.billing = issued;
-  t.same(Object.keys(issued).sort(), ['client_id', 'client_secret'], 'client_id and client_secret, nothing else');
+  t.same(
+    Object.keys(issued).sort(),
+    ['client_id', 'client_secret'],
+    'client_id and client_secret, nothing else',
+  );
   t.type(issued.client_id, 'string');
   t.ok(issued.client_secret.length >= 32, 'a long random secret');
 
   t.equal(withCbRun.code, 0, withCbRun.stderr);
   const withCb = JSON.parse(withCbRun.stdout);
   created.alerts = withCb;
-  t.same(Object.keys(withCb).sort(), ['callback_secret', 'client_id', 'client_secret'], '--callback-secret adds callback_secret');
+  t.same(
+    Object.keys(withCb).sort(),
+    ['callback_secret', 'client_id', 'client_secret'],
+    '--callback-secret adds callback_secret',
+  );
   t.match(withCb.callback_secret, /^whsec_[A-Za-z0-9+/]+=*$/);
 
   t.test('the client secret mints a client-credentials token', async (t) => {
     const tok = await mint(issued.client_id, issued.client_secret);
     t.equal(tok.status, 200);
     t.match(tok.body, { token_type: 'Bearer', expires_in: Number });
-    t.equal((await get('/v2/tenants', tok.body.access_token)).status, 200, 'and the token works on /v2/');
+    t.equal(
+      (await get('/v2/tenants', tok.body.access_token)).status,
+      200,
+      'and the token works on /v2/',
+    );
   });
 
-  t.test('the database holds a hash of the client secret and the callback secret encrypted', async (t) => {
-    t.same(await rowsContaining(issued.client_secret), [], 'no row contains the client secret');
-    t.same(await rowsContaining(withCb.client_secret), [], 'no row contains the other client secret');
-    t.same(await rowsContaining(withCb.callback_secret), [], 'no row contains the callback secret');
-    t.same(await rowsContaining(withCb.callback_secret.slice('whsec_'.length)), [], 'nor its base64 key');
-    const { rows } = await svc.rt.db.query('SELECT secret_hash, callback_secret_enc FROM clients WHERE id = $1', [withCb.client_id]);
-    t.ok(rows[0].secret_hash && rows[0].secret_hash !== withCb.client_secret, 'a secret hash is stored');
-    t.ok(rows[0].callback_secret_enc && !rows[0].callback_secret_enc.includes(withCb.callback_secret), 'callback_secret_enc does not contain the secret');
-    const { rows: plain } = await svc.rt.db.query('SELECT callback_secret_enc FROM clients WHERE id = $1', [issued.client_id]);
-    t.equal(plain[0].callback_secret_enc, null, 'a client created without --callback-secret has none');
-  });
+  t.test(
+    'the database holds a hash of the client secret and the callback secret encrypted',
+    async (t) => {
+      t.same(await rowsContaining(issued.client_secret), [], 'no row contains the client secret');
+      t.same(
+        await rowsContaining(withCb.client_secret),
+        [],
+        'no row contains the other client secret',
+      );
+      t.same(
+        await rowsContaining(withCb.callback_secret),
+        [],
+        'no row contains the callback secret',
+      );
+      t.same(
+        await rowsContaining(withCb.callback_secret.slice('whsec_'.length)),
+        [],
+        'nor its base64 key',
+      );
+      const { rows } = await svc.rt.db.query(
+        'SELECT secret_hash, callback_secret_enc FROM clients WHERE id = $1',
+        [withCb.client_id],
+      );
+      t.ok(
+        rows[0].secret_hash && rows[0].secret_hash !== withCb.client_secret,
+        'a secret hash is stored',
+      );
+      t.ok(
+        rows[0].callback_secret_enc &&
+          !rows[0].callback_secret_enc.includes(withCb.callback_secret),
+        'callback_secret_enc does not contain the secret',
+      );
+      const { rows: plain } = await svc.rt.db.query(
+        'SELECT callback_secret_enc FROM clients WHERE id = $1',
+        [issued.client_id],
+      );
+      t.equal(
+        plain[0].callback_secret_enc,
+        null,
+        'a client created without --callback-secret has none',
+      );
+    },
+  );
+});
+
+t.test('clients create --out writes the secrets to a new file only its owner reads', async (t) => {
+  // Found with `ens clients create … > demo-client.secret.json`: a world-readable file of secrets.
+  const dir = await mkdtemp(join(tmpdir(), 'ens-out-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'demo-client.secret.json');
+  const r = await ens(['clients', 'create', '--name', 'to-a-file', '--out', file]);
+  t.same(Object.keys(r).sort(), ['client_id', 'secrets_written_to'], 'no secret on stdout');
+  t.equal((await stat(file)).mode & 0o777, 0o600, 'mode 0600');
+  const saved = JSON.parse(await readFile(file, 'utf8'));
+  t.equal(saved.client_id, r.client_id);
+  t.equal((await mint(saved.client_id, saved.client_secret)).status, 200, 'the file mints');
+
+  const before = (await ens(['clients', 'list'])).length;
+  const again = await runBuilt(['clients', 'create', '--name', 'twice', '--out', file], svc.env);
+  t.equal(again.code, 2, 'an existing file is refused');
+  t.match(again.stderr, /the file exists/);
+  t.equal((await ens(['clients', 'list'])).length, before, 'and no client is created');
+  t.same(JSON.parse(await readFile(file, 'utf8')), saved, 'the file is untouched');
 });
 
 t.test('rotate-secret: the old secret stops minting, the new one mints', async (t) => {
@@ -120,8 +198,16 @@ t.test('issue-callback-secret: callbacks after it are signed with the new secret
   await waitFor(async () => receiver.posts.length >= 1, 10_000, 'the callback');
   const post = receiver.posts[0]!;
   const sig = post.headers['x-ens-signature'];
-  t.equal(sig, createHmac('sha256', issued.callback_secret).update(post.raw).digest('hex'), 'signed with the new secret');
-  t.not(sig, createHmac('sha256', c.callbackSecret!).update(post.raw).digest('hex'), 'not with the old one');
+  t.equal(
+    sig,
+    createHmac('sha256', issued.callback_secret).update(post.raw).digest('hex'),
+    'signed with the new secret',
+  );
+  t.not(
+    sig,
+    createHmac('sha256', c.callbackSecret!).update(post.raw).digest('hex'),
+    'not with the old one',
+  );
 });
 
 t.test('a client issued its first callback secret starts getting posts', async (t) => {
@@ -132,7 +218,10 @@ t.test('a client issued its first callback secret starts getting posts', async (
   await svc.send(c, smsHandoff('acme', ['+15554440002'], { callback_url: receiver.url }));
   await waitFor(async () => receiver.posts.length >= 1, 10_000, 'the first callback');
   const post = receiver.posts[0]!;
-  t.equal(post.headers['x-ens-signature'], createHmac('sha256', issued.callback_secret!).update(post.raw).digest('hex'));
+  t.equal(
+    post.headers['x-ens-signature'],
+    createHmac('sha256', issued.callback_secret!).update(post.raw).digest('hex'),
+  );
 });
 
 t.test('disable: the client cannot mint and its token is refused at once', async (t) => {
@@ -140,10 +229,14 @@ t.test('disable: the client cannot mint and its token is refused at once', async
   const token = await c.token();
   t.equal((await get('/v2/tenants', token)).status, 200);
   t.same(await ens(['clients', 'disable', c.clientId]), { client_id: c.clientId, disabled: true });
-  const refused = await waitFor(async () => {
-    const r = await get('/v2/tenants', token);
-    return r.status === 401 ? r : undefined;
-  }, 2_000, 'the token to be refused');
+  const refused = await waitFor(
+    async () => {
+      const r = await get('/v2/tenants', token);
+      return r.status === 401 ? r : undefined;
+    },
+    2_000,
+    'the token to be refused',
+  );
   t.match(refused.body, { detail: 'This endpoint requires a client-credentials token.' });
   const again = await mint(c.clientId, c.clientSecret);
   t.equal(again.status, 401, 'the client can no longer mint');
@@ -153,112 +246,107 @@ t.test('disable: the client cannot mint and its token is refused at once', async
 
 t.test('limits: a per-client rate and daily quota are set and shown', async (t) => {
   const c = await svc.createClient();
-  const shown = await ens(['clients', 'limits', c.clientId, '--rate', '5', '--daily-quota', 'sms=10']);
-  t.match(shown, { client_id: c.clientId, rate_limit: 5, daily_quota: { sms: 10 }, usage_today: {} });
+  const shown = await ens([
+    'clients',
+    'limits',
+    c.clientId,
+    '--rate',
+    '5',
+    '--daily-quota',
+    'sms=10',
+  ]);
+  t.match(shown, {
+    client_id: c.clientId,
+    rate_limit: 5,
+    daily_quota: { sms: 10 },
+    usage_today: {},
+  });
   t.equal(shown.daily_quota.email, svc.config.dailyQuota, 'channels not named keep the default');
-  const { rows } = await svc.rt.db.query('SELECT rate_limit, daily_quota FROM clients WHERE id = $1', [c.clientId]);
+  const { rows } = await svc.rt.db.query(
+    'SELECT rate_limit, daily_quota FROM clients WHERE id = $1',
+    [c.clientId],
+  );
   t.same(rows[0], { rate_limit: 5, daily_quota: { sms: 10 } }, 'stored on the client');
   created.limited = c.clientId;
-});
-
-t.test('schedule: a client\'s weight, priority event types and tenant weights are set and shown', async (t) => {
-  const c = await svc.createClient();
-  await svc.tenant(c, 'retail');
-  const shown = await ens(['clients', 'schedule', c.clientId, '--weight', '3', '--priority-events', 'otp.*, auth.code']);
-  t.same(shown, { client_id: c.clientId, weight: 3, priority_event_types: ['otp.*', 'auth.code'], tenant_weights: {} });
-  t.same((await ens(['clients', 'schedule', c.clientId, '--tenant', 'retail', '--weight', '5'])).tenant_weights, { retail: 5 }, 'a tenant\'s weight within its client');
-  t.match(await ens(['clients', 'schedule', c.clientId]), { weight: 3, tenant_weights: { retail: 5 } }, 'without options it shows what is set');
-
-  const refusals: [string[], number, RegExp][] = [
-    [['--weight', '0'], 2, /--weight: a weight is a whole number from 1 to 100 \(or default\); "0" is not one/],
-    [['--weight', '101'], 2, /from 1 to 100/],
-    [['--priority-events', 'a b'], 2, /--priority-events: .*"a b" is not one/],
-    [['--tenant', 'retail', '--priority-events', 'x'], 2, /priority event types are per client/],
-    [['--tenant', 'nope', '--weight', '2'], 1, /has no tenant "nope"/],
-  ];
-  for (const [args, code, message] of refusals) {
-    const r = await runBuilt(['clients', 'schedule', c.clientId, ...args], svc.env);
-    t.equal(r.code, code, `${args.join(' ')}: exit ${code}`);
-    t.match(r.stderr, message);
-  }
-  t.match(await ens(['clients', 'schedule', c.clientId]), { weight: 3, priority_event_types: ['otp.*', 'auth.code'] }, 'a refusal changes nothing');
-  t.match(await ens(['clients', 'schedule', c.clientId, '--weight', 'default', '--priority-events', 'none']), { weight: 1, priority_event_types: [] }, 'back to the defaults');
-});
-
-t.test('token: prints a working token, or nothing and a reason with a non-zero exit', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ens-token-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const file = join(dir, 'client.json');
-  const c = await svc.createClient();
-  await writeFile(file, JSON.stringify({ client_id: c.clientId, client_secret: c.clientSecret }));
-  const ok = await runBuilt(['token', '--client-file', file, '--url', svc.baseUrl], svc.env);
-  t.equal(ok.code, 0, ok.stderr);
-  const token = ok.stdout.trim();
-  t.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/, 'stdout is the token alone');
-  t.equal((await get('/v2/tenants', token)).status, 200, 'and it works');
-
-  await writeFile(file, JSON.stringify({ client_id: c.clientId, client_secret: 'wrong' }));
-  const refused = await runBuilt(['token', '--client-file', file, '--url', svc.baseUrl], svc.env);
-  t.equal(refused.code, 1, 'a wrong secret: exit 1');
-  t.equal(refused.stdout, '', 'nothing on stdout, so TOKEN=$(…) is not set to a word');
-  t.match(refused.stderr, /^ens: ENS at http:\/\/127\.0\.0\.1:\d+ refused the token request: /);
-
-  const missing = await runBuilt(['token', '--client-file', join(dir, 'nope.json'), '--url', svc.baseUrl], svc.env);
-  t.equal(missing.code, 2);
-  t.match(missing.stderr, /nope\.json: no such file/);
-  await writeFile(file, '');
-  const empty = await runBuilt(['token', '--client-file', file, '--url', svc.baseUrl], svc.env);
-  t.equal(empty.code, 2, 'an empty file (ens clients create failed) is a usage error');
-  t.match(empty.stderr, /not the JSON that ens clients create prints/);
-  const away = await runBuilt(['token', '--client-file', file.replace('client.json', 'x.json'), '--url', 'http://127.0.0.1:9'], { ...svc.env, CLIENT_ID: c.clientId, CLIENT_SECRET: c.clientSecret });
-  t.equal(away.code, 2, 'the file is checked before anything is sent');
-  const noServer = await runBuilt(['token', '--url', 'http://127.0.0.1:9'], { ...svc.env, CLIENT_ID: c.clientId, CLIENT_SECRET: c.clientSecret });
-  t.equal(noServer.code, 1);
-  t.match(noServer.stderr, /cannot reach ENS at http:\/\/127\.0\.0\.1:9 .*is it running\?/);
 });
 
 t.test('clients list shows every client and its state, without any secret', async (t) => {
   const r = await runBuilt(['clients', 'list'], svc.env);
   t.equal(r.code, 0, r.stderr);
   const list = JSON.parse(r.stdout);
-  const entry = (id: string | undefined) => list.find((c: { client_id: string }) => c.client_id === id);
-  t.match(entry(created.alerts.client_id), { name: 'alerts', disabled: false, has_callback_secret: true });
-  t.match(entry(created.billing.client_id), { name: 'billing', disabled: false, has_callback_secret: false });
+  const entry = (id: string | undefined) =>
+    list.find((c: { client_id: string }) => c.client_id === id);
+  t.match(entry(created.alerts.client_id), {
+    name: 'alerts',
+    disabled: false,
+    has_callback_secret: true,
+  });
+  t.match(entry(created.billing.client_id), {
+    name: 'billing',
+    disabled: false,
+    has_callback_secret: false,
+  });
   t.match(entry(created.disabled), { disabled: true });
   t.match(entry(created.limited), { rate_limit: 5, daily_quota: { sms: 10 } });
-  const { rows } = await svc.rt.db.query('SELECT secret_hash, callback_secret_enc FROM clients WHERE id = $1', [created.alerts.client_id]);
-  for (const secret of [created.billing.client_secret, created.alerts.client_secret, created.alerts.callback_secret, rows[0].secret_hash, rows[0].callback_secret_enc]) {
+  const { rows } = await svc.rt.db.query(
+    'SELECT secret_hash, callback_secret_enc FROM clients WHERE id = $1',
+    [created.alerts.client_id],
+  );
+  for (const secret of [
+    created.billing.client_secret,
+    created.alerts.client_secret,
+    created.alerts.callback_secret,
+    rows[0].secret_hash,
+    rows[0].callback_secret_enc,
+  ]) {
     t.notOk(r.stdout.includes(secret), 'no secret, hash or ciphertext is printed');
   }
 });
 
 t.test('mistakes exit non-zero with one line on stderr; help and migrate work', async (t) => {
-  const [unknownSub, noName, noValue, unknownId, wrongKey, unknownCommand, help, migrate] = await Promise.all([
-    runBuilt(['clients', 'frobnicate'], svc.env),
-    runBuilt(['clients', 'create'], svc.env),
-    runBuilt(['clients', 'create', '--name'], svc.env),
-    runBuilt(['clients', 'disable', 'ens_no_such_client'], svc.env),
-    runBuilt(['clients', 'list'], { ...svc.env, ENS_MASTER_KEY: randomBytes(32).toString('base64') }),
-    runBuilt(['frobnicate'], svc.env),
-    runEns(['--help'], svc.env),
-    runBuilt(['migrate'], svc.env),
-  ]);
+  const [unknownSub, noName, noValue, unknownId, wrongKey, unknownCommand, help, migrate] =
+    await Promise.all([
+      runBuilt(['clients', 'frobnicate'], svc.env),
+      runBuilt(['clients', 'create'], svc.env),
+      runBuilt(['clients', 'create', '--name'], svc.env),
+      runBuilt(['clients', 'disable', 'ens_no_such_client'], svc.env),
+      runBuilt(['clients', 'list'], {
+        ...svc.env,
+        ENS_MASTER_KEY: randomBytes(32).toString('base64'),
+      }),
+      runBuilt(['frobnicate'], svc.env),
+      runEns(['--help'], svc.env),
+      runBuilt(['migrate'], svc.env),
+    ]);
   for (const [what, r, pattern] of [
     ['an unknown subcommand', unknownSub, /usage: ens clients/],
     ['create without --name', noName, /--name/],
     ['--name without a value', noValue, /--name/],
     ['an unknown client id', unknownId, /no client with id ens_no_such_client/],
-    ['a master key other than the server\'s', wrongKey, /master key cannot open the callback secrets/],
+    [
+      "a master key other than the server's",
+      wrongKey,
+      /master key cannot open the callback secrets/,
+    ],
     ['an unknown command', unknownCommand, /unknown command "frobnicate"/],
   ] as const) {
     t.not(r.code, 0, `${what}: non-zero exit`);
     t.equal(r.stdout, '', `${what}: nothing on stdout`);
-    // A command that got as far as its database first says which one it uses (one line), then the error.
-    t.match(r.stderr, /^(ens: using the database at DATABASE_URL [^\n]+\n)?ens: [^\n]+\n$/, `${what}: one line on stderr for the error (${JSON.stringify(r.stderr)})`);
+    // A command that got as far as its database first says which one it uses (one line), then the
+    // error.
+    t.match(
+      r.stderr,
+      /^(ens: using the database at DATABASE_URL [^\n]+\n)?ens: [^\n]+\n$/,
+      `${what}: one line on stderr for the error (${JSON.stringify(r.stderr)})`,
+    );
     t.match(r.stderr, pattern, `${what}: the line says what is wrong`);
   }
   t.equal(help.code, 0, 'ens --help exits 0');
   t.match(help.stdout, /ens clients create --name NAME/);
   t.equal(migrate.code, 0, migrate.stderr);
-  t.same(JSON.parse(migrate.stdout), { applied: [] }, 'migrate on a migrated database applies nothing');
+  t.same(
+    JSON.parse(migrate.stdout),
+    { applied: [] },
+    'migrate on a migrated database applies nothing',
+  );
 });

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { freePort } from '@ens/local-engines';
 import { postgresTemplate } from '../harness/postgres-template.ts';
 import { scratchRoot } from '../harness/scratch-root.ts';
@@ -24,9 +24,14 @@ async function processesWith(needle: string): Promise<string[]> {
   return r.stdout.split('\n').filter((l) => l.trim() && !l.includes('pgrep'));
 }
 
-t.test('SIGTERM to npm start stops ENS and its engines', async (t) => {
+/**
+ * Starts `npm start` on a copy of the test template and waits until it is ready. `detached` puts
+ * npm in a process group of its own, as a terminal's foreground job is.
+ */
+async function startNpm(t: Test, detached: boolean) {
   const dir = await mkdtemp(join(await scratchRoot(), 'ens-npm-start-'));
-  // When we are root PostgreSQL runs as the postgres user, which must be able to reach its data dir.
+  // When we are root PostgreSQL runs as the postgres user, which must be able to reach its data
+  // dir.
   await chmod(dir, 0o755);
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const dataDir = join(dir, 'data');
@@ -34,36 +39,94 @@ t.test('SIGTERM to npm start stops ENS and its engines', async (t) => {
   // A copy of the test template instead of initdb: the start is what is tested, not initdb.
   await execFileAsync('cp', ['-a', await postgresTemplate(), join(dataDir, 'postgres')]);
   const port = await freePort();
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir, ENS_DATA_DIR: dataDir, PORT: String(port), ENS_LOG_LEVEL: 'warn' };
-  const npm = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? dir,
+    ENS_DATA_DIR: dataDir,
+    PORT: String(port),
+    ENS_LOG_LEVEL: 'warn',
+  };
+  const npm = spawn('npm', ['start'], {
+    cwd: ROOT,
+    env,
+    detached,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   npm.stdout.on('data', (c: Buffer) => (output += c.toString()));
   npm.stderr.on('data', (c: Buffer) => (output += c.toString()));
   const exited = new Promise<number | null>((r) => npm.once('exit', (code) => r(code)));
   t.teardown(async () => {
-    for (const line of await processesWith(dataDir)) process.kill(Number(line.split(' ')[0]), 'SIGKILL');
+    for (const line of await processesWith(dataDir))
+      process.kill(Number(line.split(' ')[0]), 'SIGKILL');
   });
 
   const deadline = Date.now() + 90_000;
   for (;;) {
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ready) break;
     if (Date.now() > deadline) throw new Error(`npm start did not get ready:\n${output}`);
     await sleep(250);
   }
-  const running = await processesWith(dataDir);
-  t.ok(running.some((l) => l.includes('postgres')), 'PostgreSQL runs under the data directory');
-  t.ok(running.some((l) => l.includes('nats-server')), 'and nats-server');
+  return { npm, exited, dataDir, port, output: () => output };
+}
 
-  npm.kill('SIGTERM');
+/** Waits for npm to exit, then checks that nothing of this ENS is left. */
+async function checkAllStopped(t: Test, run: Awaited<ReturnType<typeof startNpm>>) {
   const timeout = new Promise<boolean>((r) => setTimeout(() => r(false), 30_000).unref());
-  t.ok(await Promise.race([exited.then(() => true), timeout]), 'npm exits');
+  t.ok(await Promise.race([run.exited.then(() => true), timeout]), 'npm exits');
   const gone = Date.now() + 20_000;
-  let left = await processesWith(dataDir);
+  let left = await processesWith(run.dataDir);
   while (left.length > 0 && Date.now() < gone) {
     await sleep(250);
-    left = await processesWith(dataDir);
+    left = await processesWith(run.dataDir);
   }
-  t.same(left, [], 'no process of this ENS is left: not ens serve, not PostgreSQL, not nats-server');
-  t.notOk(await fetch(`http://127.0.0.1:${port}/healthz`).then(() => true, () => false), 'nothing answers on its port');
+  t.same(
+    left,
+    [],
+    'no process of this ENS is left: not ens serve, not PostgreSQL, not nats-server',
+  );
+  t.notOk(
+    await fetch(`http://127.0.0.1:${run.port}/healthz`).then(
+      () => true,
+      () => false,
+    ),
+    'nothing answers on its port',
+  );
+}
+
+t.test('SIGTERM to npm start stops ENS and its engines', async (t) => {
+  const run = await startNpm(t, false);
+  const running = await processesWith(run.dataDir);
+  t.ok(
+    running.some((l) => l.includes('postgres')),
+    'PostgreSQL runs under the data directory',
+  );
+  t.ok(
+    running.some((l) => l.includes('nats-server')),
+    'and nats-server',
+  );
+  run.npm.kill('SIGTERM');
+  await checkAllStopped(t, run);
+});
+
+/**
+ * Ctrl-C in a terminal signals the whole foreground group: npm and ENS get SIGINT together and
+ * npm passes its copy on, so ENS saw two signals within milliseconds and took the second for an
+ * operator's "exit now", skipping its orderly stop.
+ */
+t.test('Ctrl-C (SIGINT to the group) is one orderly stop, not an exit now', async (t) => {
+  const run = await startNpm(t, true);
+  const { stdout } = await execFileAsync('pgrep', ['-P', String(run.npm.pid)]);
+  const serve = Number(stdout.trim().split('\n')[0]);
+  t.ok(serve > 0, 'ens serve runs under npm');
+  process.kill(-run.npm.pid!, 'SIGINT');
+  // What npm's forwarding does, made certain: the same SIGINT again, a few milliseconds later.
+  await sleep(10);
+  process.kill(serve, 'SIGINT');
+  await checkAllStopped(t, run);
+  t.notMatch(run.output(), /second signal/, 'the echo of one Ctrl-C is not a second signal');
 });

@@ -11,12 +11,21 @@ const svc = await startTestService(t, { roles: [] });
 const cases: [string, Record<string, string>, RegExp][] = [
   [
     'a misspelt setting',
-    { ENS_PROVIDERS: 'email=@ens/plugin-smtp', ENS_PROVIDER_CONFIG: '{"@ens/plugin-smtp": {"host": "127.0.0.1", "prot": 2525, "fromAddress": "a@b.example"}}' },
+    {
+      ENS_PROVIDERS: 'email=@ens/plugin-smtp',
+      ENS_PROVIDER_CONFIG:
+        '{"@ens/plugin-smtp": {"host": "127.0.0.1", "prot": 2525, "fromAddress": "a@b.example"}}',
+    },
     /^ens: provider plugin @ens\/plugin-smtp: config \/prot is not a setting this plugin knows\n$/,
   ],
   [
     'a missing credential',
-    { ENS_PROVIDERS: 'sms=@ens/plugin-twilio', ENS_PROVIDER_CONFIG: '{"@ens/plugin-twilio": {"accountSid": "AC00000000000000000000000000000000", "from": "+15005550006"}}' },
+    {
+      ENS_PROVIDERS: 'sms=@ens/plugin-twilio',
+      ENS_PROVIDER_CONFIG:
+        '{"@ens/plugin-twilio": {"accountSid": "AC00000000000000000000000000000000", "from": ' +
+        '"+15005550006"}}',
+    },
     /^ens: provider plugin @ens\/plugin-twilio: config .*authToken/,
   ],
   [
@@ -26,7 +35,12 @@ const cases: [string, Record<string, string>, RegExp][] = [
   ],
   [
     'a plugin on a channel it does not serve',
-    { ENS_PROVIDERS: 'push=@ens/plugin-twilio', ENS_PROVIDER_CONFIG: '{"@ens/plugin-twilio": {"accountSid": "AC00000000000000000000000000000000", "authToken": "t", "from": "+15005550006"}}' },
+    {
+      ENS_PROVIDERS: 'push=@ens/plugin-twilio',
+      ENS_PROVIDER_CONFIG:
+        '{"@ens/plugin-twilio": {"accountSid": "AC00000000000000000000000000000000", ' +
+        '"authToken": "t", "from": "+15005550006"}}',
+    },
     /^ens: provider plugin @ens\/plugin-twilio: channels does not include push/,
   ],
 ];

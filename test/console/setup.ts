@@ -6,7 +6,9 @@ import { startTestService, type Teardown, type TestService } from '../harness/se
 
 /** Whom the notice page tells a signed-in user without rights to ask. */
 export const CONTACT = 'the platform team in #ens-help';
-/** ada@example.com is a superuser through this IdP group; carol@example.com through the allow-list. */
+/**
+ * ada@example.com is a superuser through this IdP group; carol@example.com through the allow-list.
+ */
 export const SUPERUSER_GROUP = 'ens-superusers';
 export const ALLOW_LISTED = 'carol@example.com';
 
@@ -16,15 +18,24 @@ export interface Console {
   browser: Browser;
   /** ENS's base URL (also ENS_PUBLIC_URL). */
   ensUrl: string;
-  /** A fresh browser context signed in as `email`, by visiting `path` and passing the IdP's login. */
-  signedIn(t: Teardown, email: string, path?: string): Promise<{ context: BrowserContext; page: Page }>;
+  /**
+   * A fresh browser context signed in as `email`, by visiting `path` and passing the IdP's login.
+   */
+  signedIn(
+    t: Teardown,
+    email: string,
+    path?: string,
+  ): Promise<{ context: BrowserContext; page: Page }>;
 }
 
 /**
  * One ENS (all roles), one OpenID Provider and one Chromium for a test file. The port is chosen
  * first because the IdP must know the console's redirect URI and ENS must know the issuer.
  */
-export async function startConsole(t: Teardown, env: Record<string, string> = {}): Promise<Console> {
+export async function startConsole(
+  t: Teardown,
+  env: Record<string, string> = {},
+): Promise<Console> {
   const port = await freePort();
   const ensUrl = `http://127.0.0.1:${port}`;
   const idp = await startTestIdp(t, { ensPublicUrl: ensUrl });
@@ -81,6 +92,9 @@ export async function heading(page: Page): Promise<{ count: number; text: string
 
 /** Clicks something that submits a form and waits for the page that the submission lands on. */
 export async function submitAndWait(page: Page, target: Locator): Promise<void> {
-  await Promise.all([page.waitForEvent('framenavigated', { predicate: (f) => f === page.mainFrame() }), target.click()]);
+  await Promise.all([
+    page.waitForEvent('framenavigated', { predicate: (f) => f === page.mainFrame() }),
+    target.click(),
+  ]);
   await page.waitForLoadState('load');
 }

@@ -2,7 +2,13 @@ import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { startRoles } from '@ens/app/roles';
 import { startReceiver } from '../harness/receiver.ts';
-import { smsHandoff, startTestService, waitFor, type TestClient, type TestService } from '../harness/service.ts';
+import {
+  smsHandoff,
+  startTestService,
+  waitFor,
+  type TestClient,
+  type TestService,
+} from '../harness/service.ts';
 
 /*
  * Consent on the send path (DESIGN invariant 8): once a suppression is committed, no delivery in
@@ -11,75 +17,130 @@ import { smsHandoff, startTestService, waitFor, type TestClient, type TestServic
  */
 
 const attemptRows = async (svc: TestService, deliveryId: string) =>
-  Number((await svc.rt.db.query('SELECT count(*)::int AS n FROM attempts WHERE delivery_id = $1', [deliveryId])).rows[0].n);
+  Number(
+    (
+      await svc.rt.db.query('SELECT count(*)::int AS n FROM attempts WHERE delivery_id = $1', [
+        deliveryId,
+      ])
+    ).rows[0].n,
+  );
 
-async function ended(svc: TestService, client: TestClient, ids: string[]): Promise<Map<string, any>> {
-  return waitFor(async () => {
-    const rows = new Map((await svc.feed(client)).map((r) => [r.delivery_id, r]));
-    return ids.every((id) => rows.get(id) && rows.get(id).status !== 'pending') ? rows : undefined;
-  }, 15_000, 'every delivery ended');
+async function ended(
+  svc: TestService,
+  client: TestClient,
+  ids: string[],
+): Promise<Map<string, any>> {
+  return waitFor(
+    async () => {
+      const rows = new Map((await svc.feed(client)).map((r) => [r.delivery_id, r]));
+      return ids.every((id) => rows.get(id) && rows.get(id).status !== 'pending')
+        ? rows
+        : undefined;
+    },
+    15_000,
+    'every delivery ended',
+  );
 }
 
-function newsletter(tenant: string, eventType = 'newsletter.weekly', extra: Record<string, unknown> = {}) {
+function newsletter(
+  tenant: string,
+  eventType = 'newsletter.weekly',
+  extra: Record<string, unknown> = {},
+) {
   return {
     tenant,
     event_type: eventType,
     messages: [
-      { channel: 'email', recipients: ['Fail@Example.com'], content: { kind: 'rendered', subject: 'This week', body: 'News' } },
+      {
+        channel: 'email',
+        recipients: ['Fail@Example.com'],
+        content: { kind: 'rendered', subject: 'This week', body: 'News' },
+      },
       { channel: 'sms', recipients: ['+15551230000'], content: { kind: 'rendered', body: 'News' } },
     ],
     ...extra,
   };
 }
 
-t.test('an address the provider refused for good is not sent to again: the second newsletter fails suppressed without a provider call, and its callback is posted', async (t) => {
-  const svc = await startTestService(t);
-  const client = await svc.createClient();
-  await svc.tenant(client, 'acme');
-  const receiver = await startReceiver(t);
+t.test(
+  'an address the provider refused for good is not sent to again: the second newsletter fails ' +
+    'suppressed without a provider call, and its callback is posted',
+  async (t) => {
+    const svc = await startTestService(t);
+    const client = await svc.createClient();
+    await svc.tenant(client, 'acme');
+    const receiver = await startReceiver(t);
 
-  const first = await svc.send(client, newsletter('acme', 'newsletter.weekly', { callback_url: receiver.url }));
-  t.equal(first.status, 202);
-  const firstIds = first.body.deliveries.map((d: any) => d.delivery_id);
-  const rows1 = await ended(svc, client, firstIds);
-  for (const id of firstIds) {
-    t.equal(rows1.get(id).status, 'failed');
-    t.equal(rows1.get(id).attempts, 1, 'the first send went to the provider');
-    t.match(rows1.get(id).last_error, /sandbox: .* is set up to fail/);
-  }
-  const entries = await svc.rt.suppressions.list(client.clientId, 'acme', {});
-  t.same(entries.results.map((e) => [e.channel, e.address, e.reason, e.source, e.scope]).sort(), [
-    ['email', 'fail@example.com', 'invalid_recipient', 'provider', '*'],
-    ['sms', '+15551230000', 'invalid_recipient', 'provider', '*'],
-  ]);
-  t.ok(entries.results.every((e) => e.provider === 'sandbox' && /set up to fail/.test(e.detail ?? '') && firstIds.includes(e.delivery_id)), 'the evidence is kept');
+    const first = await svc.send(
+      client,
+      newsletter('acme', 'newsletter.weekly', { callback_url: receiver.url }),
+    );
+    t.equal(first.status, 202);
+    const firstIds = first.body.deliveries.map((d: any) => d.delivery_id);
+    const rows1 = await ended(svc, client, firstIds);
+    for (const id of firstIds) {
+      t.equal(rows1.get(id).status, 'failed');
+      t.equal(rows1.get(id).attempts, 1, 'the first send went to the provider');
+      t.match(rows1.get(id).last_error, /sandbox: .* is set up to fail/);
+    }
+    const entries = await svc.rt.suppressions.list(client.clientId, 'acme', {});
+    t.same(entries.results.map((e) => [e.channel, e.address, e.reason, e.source, e.scope]).sort(), [
+      ['email', 'fail@example.com', 'invalid_recipient', 'provider', '*'],
+      ['sms', '+15551230000', 'invalid_recipient', 'provider', '*'],
+    ]);
+    t.ok(
+      entries.results.every(
+        (e) =>
+          e.provider === 'sandbox' &&
+          /set up to fail/.test(e.detail ?? '') &&
+          firstIds.includes(e.delivery_id),
+      ),
+      'the evidence is kept',
+    );
 
-  const second = await svc.send(client, newsletter('acme', 'newsletter.weekly', { callback_url: receiver.url }));
-  const secondIds: string[] = second.body.deliveries.map((d: any) => d.delivery_id);
-  t.equal(second.status, 202, 'the accept is unchanged');
-  t.equal(second.body.status, 'pending');
-  const rows2 = await ended(svc, client, secondIds);
-  for (const id of secondIds) {
-    const r = rows2.get(id);
-    t.equal(r.status, 'failed');
-    t.equal(r.attempts, 0, 'no attempt was made');
-    t.match(r.last_error, /^suppressed: .* is on the suppression list \(invalid_recipient, provider\) since \d{4}-\d\d-\d\dT/);
-    t.equal(await attemptRows(svc, id), 0, 'no provider call');
-  }
-  const posts = await waitFor(async () => {
-    const bodies = receiver.posts.map((p) => JSON.parse(p.raw.toString()));
-    const mine = bodies.filter((b) => secondIds.includes(b.delivery_id));
-    return mine.length === secondIds.length ? { bodies: mine, raw: receiver.posts } : undefined;
-  }, 10_000, 'the suppressed deliveries\' callbacks');
-  for (const b of posts.bodies) {
-    t.equal(b.status, 'failed');
-    t.match(b.last_error, /^suppressed: /);
-    t.equal(b.attempts, 0);
-  }
-  const post = posts.raw.find((p) => secondIds.includes(JSON.parse(p.raw.toString()).delivery_id))!;
-  const secret = client.callbackSecret!;
-  t.equal(post.headers['x-ens-signature'], createHmac('sha256', secret).update(post.raw).digest('hex'), 'signed like any callback');
-});
+    const second = await svc.send(
+      client,
+      newsletter('acme', 'newsletter.weekly', { callback_url: receiver.url }),
+    );
+    const secondIds: string[] = second.body.deliveries.map((d: any) => d.delivery_id);
+    t.equal(second.status, 202, 'the accept is unchanged');
+    t.equal(second.body.status, 'pending');
+    const rows2 = await ended(svc, client, secondIds);
+    for (const id of secondIds) {
+      const r = rows2.get(id);
+      t.equal(r.status, 'failed');
+      t.equal(r.attempts, 0, 'no attempt was made');
+      t.match(
+        r.last_error,
+        /^suppressed: .* is on the suppression list \(invalid_recipient, provider\) since \d{4}-\d\d-\d\dT/,
+      );
+      t.equal(await attemptRows(svc, id), 0, 'no provider call');
+    }
+    const posts = await waitFor(
+      async () => {
+        const bodies = receiver.posts.map((p) => JSON.parse(p.raw.toString()));
+        const mine = bodies.filter((b) => secondIds.includes(b.delivery_id));
+        return mine.length === secondIds.length ? { bodies: mine, raw: receiver.posts } : undefined;
+      },
+      10_000,
+      "the suppressed deliveries' callbacks",
+    );
+    for (const b of posts.bodies) {
+      t.equal(b.status, 'failed');
+      t.match(b.last_error, /^suppressed: /);
+      t.equal(b.attempts, 0);
+    }
+    const post = posts.raw.find((p) =>
+      secondIds.includes(JSON.parse(p.raw.toString()).delivery_id),
+    )!;
+    const secret = client.callbackSecret!;
+    t.equal(
+      post.headers['x-ens-signature'],
+      createHmac('sha256', secret).update(post.raw).digest('hex'),
+      'signed like any callback',
+    );
+  },
+);
 
 t.test('a suppression committed while deliveries are queued stops every one of them', async (t) => {
   // No worker yet: the deliveries are accepted and wait in their queue.
@@ -88,11 +149,23 @@ t.test('a suppression committed while deliveries are queued stops every one of t
   await svc.tenant(client, 'acme');
   const ids: string[] = [];
   for (let i = 0; i < 20; i++) {
-    const r = await svc.send(client, smsHandoff('acme', ['+15557770001', `+1555777${String(1000 + i)}`]));
+    const r = await svc.send(
+      client,
+      smsHandoff('acme', ['+15557770001', `+1555777${String(1000 + i)}`]),
+    );
     t.equal(r.status, 202);
     ids.push(...r.body.deliveries.map((d: any) => d.delivery_id));
   }
-  await svc.rt.suppressions.upsert(client.clientId, [{ tenant: 'acme', channel: 'sms', address: '15557770001', reason: 'manual', source: 'api', detail: 'asked by phone' }]);
+  await svc.rt.suppressions.upsert(client.clientId, [
+    {
+      tenant: 'acme',
+      channel: 'sms',
+      address: '15557770001',
+      reason: 'manual',
+      source: 'api',
+      detail: 'asked by phone',
+    },
+  ]);
   const worker = await startRoles(svc.rt, ['worker'], { port: 0, host: '127.0.0.1' });
   t.teardown(() => worker.stop());
   const rows = await ended(svc, client, ids);
@@ -100,38 +173,72 @@ t.test('a suppression committed while deliveries are queued stops every one of t
   t.equal(toSuppressed.length, 20);
   for (const id of toSuppressed) {
     t.equal(rows.get(id).status, 'failed');
-    t.match(rows.get(id).last_error, /^suppressed: \+15557770001 is on the suppression list \(manual, api\) since .*: asked by phone$/);
+    t.match(
+      rows.get(id).last_error,
+      /^suppressed: \+15557770001 is on the suppression list \(manual, api\) since .*: asked by phone$/,
+    );
     t.equal(await attemptRows(svc, id), 0);
   }
-  t.ok(ids.filter((id) => !toSuppressed.includes(id)).every((id) => rows.get(id).status === 'sent'), 'other recipients of the same handoffs are sent');
+  t.ok(
+    ids.filter((id) => !toSuppressed.includes(id)).every((id) => rows.get(id).status === 'sent'),
+    'other recipients of the same handoffs are sent',
+  );
 });
 
-t.test('a suppression committed while a worker is sending to the address: no send is claimed after the commit', async (t) => {
-  const svc = await startTestService(t, {
-    env: {
-      ENS_WORKER_CONCURRENCY: '2',
-      ENS_PROVIDER_CONFIG: JSON.stringify({ '@ens/plugin-sandbox': { handsetDelayMs: 100, sendDelayMs: 40 } }),
-    },
-  });
-  const client = await svc.createClient();
-  await svc.tenant(client, 'acme');
-  const ids: string[] = [];
-  for (let i = 0; i < 60; i++) {
-    const r = await svc.send(client, smsHandoff('acme', ['+15558880001']));
-    ids.push(r.body.deliveries[0].delivery_id);
-  }
-  // Some have been sent by now, most still queue behind the two slots.
-  await waitFor(async () => (await svc.rt.db.query(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'sent' AND id = ANY($1::uuid[])`, [ids])).rows[0].n >= 3, 10_000, 'a few sends');
-  await svc.rt.suppressions.upsert(client.clientId, [{ tenant: 'acme', channel: 'sms', address: '+15558880001', reason: 'opt_out', source: 'api' }]);
-  const committed = (await svc.rt.db.query('SELECT clock_timestamp() AS now')).rows[0].now as Date;
-  const rows = await ended(svc, client, ids);
-  const late = await svc.rt.db.query(`SELECT count(*)::int AS n FROM attempts WHERE delivery_id = ANY($1::uuid[]) AND started_at > $2`, [ids, committed]);
-  t.equal(late.rows[0].n, 0, 'no attempt started after the commit');
-  const sent = ids.filter((id) => rows.get(id).status === 'sent').length;
-  const suppressed = ids.filter((id) => /^suppressed: /.test(rows.get(id).last_error ?? '')).length;
-  t.ok(sent >= 3 && suppressed > 0, `${sent} sent before, ${suppressed} stopped after`);
-  t.equal(sent + suppressed, ids.length, 'every delivery either went before the commit or was stopped');
-});
+t.test(
+  'a suppression committed while a worker is sending to the address: no send is claimed after ' +
+    'the commit',
+  async (t) => {
+    const svc = await startTestService(t, {
+      env: {
+        ENS_WORKER_CONCURRENCY: '2',
+        ENS_PROVIDER_CONFIG: JSON.stringify({
+          '@ens/plugin-sandbox': { handsetDelayMs: 100, sendDelayMs: 40 },
+        }),
+      },
+    });
+    const client = await svc.createClient();
+    await svc.tenant(client, 'acme');
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const r = await svc.send(client, smsHandoff('acme', ['+15558880001']));
+      ids.push(r.body.deliveries[0].delivery_id);
+    }
+    // Some have been sent by now, most still queue behind the two slots.
+    await waitFor(
+      async () =>
+        (
+          await svc.rt.db.query(
+            `SELECT count(*)::int AS n FROM deliveries WHERE status = 'sent' AND id = ANY($1::uuid[])`,
+            [ids],
+          )
+        ).rows[0].n >= 3,
+      10_000,
+      'a few sends',
+    );
+    await svc.rt.suppressions.upsert(client.clientId, [
+      { tenant: 'acme', channel: 'sms', address: '+15558880001', reason: 'opt_out', source: 'api' },
+    ]);
+    const committed = (await svc.rt.db.query('SELECT clock_timestamp() AS now')).rows[0]
+      .now as Date;
+    const rows = await ended(svc, client, ids);
+    const late = await svc.rt.db.query(
+      `SELECT count(*)::int AS n FROM attempts WHERE delivery_id = ANY($1::uuid[]) AND started_at > $2`,
+      [ids, committed],
+    );
+    t.equal(late.rows[0].n, 0, 'no attempt started after the commit');
+    const sent = ids.filter((id) => rows.get(id).status === 'sent').length;
+    const suppressed = ids.filter((id) =>
+      /^suppressed: /.test(rows.get(id).last_error ?? ''),
+    ).length;
+    t.ok(sent >= 3 && suppressed > 0, `${sent} sent before, ${suppressed} stopped after`);
+    t.equal(
+      sent + suppressed,
+      ids.length,
+      'every delivery either went before the commit or was stopped',
+    );
+  },
+);
 
 t.test('scope, policy and expiry decide which sends an entry stops', async (t) => {
   const svc = await startTestService(t);
@@ -142,19 +249,52 @@ t.test('scope, policy and expiry decide which sends an entry stops', async (t) =
   const past = new Date(Date.now() - 60_000).toISOString();
   await s.upsert(client.clientId, [
     // an unsubscribe from one kind of mail
-    { tenant: 'acme', channel: 'email', address: 'ann@example.com', scope: 'newsletter.weekly', reason: 'opt_out', source: 'unsubscribe' },
+    {
+      tenant: 'acme',
+      channel: 'email',
+      address: 'ann@example.com',
+      scope: 'newsletter.weekly',
+      reason: 'opt_out',
+      source: 'unsubscribe',
+    },
     // an email complaint, against every event type
-    { tenant: 'acme', channel: 'email', address: 'bob@example.com', reason: 'complaint', source: 'complaint_mail' },
+    {
+      tenant: 'acme',
+      channel: 'email',
+      address: 'bob@example.com',
+      reason: 'complaint',
+      source: 'complaint_mail',
+    },
     // an sms STOP
-    { tenant: 'acme', channel: 'sms', address: '+15554440001', reason: 'opt_out', source: 'provider' },
+    {
+      tenant: 'acme',
+      channel: 'sms',
+      address: '+15554440001',
+      reason: 'opt_out',
+      source: 'provider',
+    },
     // a soft bounce whose hold has lapsed
-    { tenant: 'acme', channel: 'email', address: 'cy@example.com', reason: 'soft_bounce', source: 'bounce_mail', expiresAt: past },
+    {
+      tenant: 'acme',
+      channel: 'email',
+      address: 'cy@example.com',
+      reason: 'soft_bounce',
+      source: 'bounce_mail',
+      expiresAt: past,
+    },
   ]);
   await s.setPolicy(client.clientId, { must_deliver_event_types: ['password.reset'] });
 
   const send = async (tenant: string, eventType: string, channel: 'email' | 'sms', to: string) => {
-    const content = channel === 'email' ? { kind: 'rendered', subject: 's', body: 'b' } : { kind: 'rendered', body: 'b' };
-    const r = await svc.send(client, { tenant, event_type: eventType, messages: [{ channel, recipients: [to], content }] });
+    const content =
+      channel === 'email'
+        ? { kind: 'rendered', subject: 's', body: 'b' }
+        : { kind: 'rendered', body: 'b' };
+    const r = await svc.send(client, {
+      tenant,
+      event_type: eventType,
+      messages: [{ channel, recipients: [to], content }],
+    });
     return r.body.deliveries[0].delivery_id as string;
   };
   const cases: [string, string, 'email' | 'sms', string, 'sent' | 'suppressed'][] = [
@@ -167,16 +307,28 @@ t.test('scope, policy and expiry decide which sends an entry stops', async (t) =
     ['other', 'newsletter.weekly', 'email', 'bob@example.com', 'sent'],
   ];
   const ids: string[] = [];
-  for (const [tenant, eventType, channel, to] of cases) ids.push(await send(tenant, eventType, channel, to));
+  for (const [tenant, eventType, channel, to] of cases)
+    ids.push(await send(tenant, eventType, channel, to));
   const rows = await ended(svc, client, ids);
   cases.forEach(([tenant, eventType, channel, to, want], i) => {
     const r = rows.get(ids[i]!);
-    const got = r.status === 'sent' ? 'sent' : /^suppressed: /.test(r.last_error) ? 'suppressed' : `failed: ${r.last_error}`;
+    const got =
+      r.status === 'sent'
+        ? 'sent'
+        : /^suppressed: /.test(r.last_error)
+          ? 'suppressed'
+          : `failed: ${r.last_error}`;
     t.equal(got, want, `${eventType} to ${to} (${channel}) in ${tenant}`);
   });
 
   // The operator turns complaints off for this client: bob's newsletter goes again.
-  await s.setPolicy(client.clientId, { suppression_reasons: ['hard_bounce', 'soft_bounce', 'opt_out', 'invalid_recipient', 'manual'] });
+  await s.setPolicy(client.clientId, {
+    suppression_reasons: ['hard_bounce', 'soft_bounce', 'opt_out', 'invalid_recipient', 'manual'],
+  });
   const again = await send('acme', 'newsletter.weekly', 'email', 'bob@example.com');
-  t.equal((await ended(svc, client, [again])).get(again).status, 'sent', 'a reason the policy does not enforce stops nothing');
+  t.equal(
+    (await ended(svc, client, [again])).get(again).status,
+    'sent',
+    'a reason the policy does not enforce stops nothing',
+  );
 });

@@ -20,8 +20,21 @@ t.test('sms fails over from Twilio to SMPP and back', async (t) => {
     env: {
       ENS_PROVIDERS: 'sms=@ens/plugin-twilio|@ens/plugin-smpp',
       ENS_PROVIDER_CONFIG: JSON.stringify({
-        '@ens/plugin-twilio': { accountSid: twilio.accountSid, authToken: twilio.authToken, from: '+15005550006', baseUrl: twilioUrl },
-        '@ens/plugin-smpp': { host, port, systemId: 'ens', password: 'smpp-pw', sourceAddr: 'ENS', reconnectMinMs: 50, reconnectMaxMs: 200 },
+        '@ens/plugin-twilio': {
+          accountSid: twilio.accountSid,
+          authToken: twilio.authToken,
+          from: '+15005550006',
+          baseUrl: twilioUrl,
+        },
+        '@ens/plugin-smpp': {
+          host,
+          port,
+          systemId: 'ens',
+          password: 'smpp-pw',
+          sourceAddr: 'ENS',
+          reconnectMinMs: 50,
+          reconnectMaxMs: 200,
+        },
       }),
       ENS_FAILOVER_THRESHOLD: '3',
       ENS_FAILOVER_COOLDOWN: '1s',
@@ -32,16 +45,26 @@ t.test('sms fails over from Twilio to SMPP and back', async (t) => {
   await svc.tenant(client, 'shop');
   await waitFor(async () => smsc.binds.length > 0, 5_000, 'the SMPP bind');
   const attempts = async (ids: string[]) =>
-    (await svc.rt.db.query<{ delivery_id: string; provider: string; outcome: string }>(
-      'SELECT delivery_id, provider, outcome FROM attempts WHERE delivery_id = ANY($1::uuid[]) ORDER BY delivery_id, number', [ids],
-    )).rows;
+    (
+      await svc.rt.db.query<{ delivery_id: string; provider: string; outcome: string }>(
+        'SELECT delivery_id, provider, outcome FROM attempts WHERE delivery_id = ' +
+          'ANY($1::uuid[]) ORDER BY delivery_id, number',
+        [ids],
+      )
+    ).rows;
   const sendAll = async (recipients: string[]) => {
     const r = await svc.send(client, smsHandoff('shop', recipients));
     t.equal(r.status, 202, r.text);
-    return waitFor(async () => {
-      const rows = (await svc.feed(client)).filter((d) => recipients.includes(d.recipient));
-      return rows.length === recipients.length && rows.every((d) => d.status === 'sent') ? rows : undefined;
-    }, 20_000, `${recipients.length} deliveries sent`);
+    return waitFor(
+      async () => {
+        const rows = (await svc.feed(client)).filter((d) => recipients.includes(d.recipient));
+        return rows.length === recipients.length && rows.every((d) => d.status === 'sent')
+          ? rows
+          : undefined;
+      },
+      20_000,
+      `${recipients.length} deliveries sent`,
+    );
   };
 
   // Twilio is down: every message still goes out, the later ones straight through SMPP.
@@ -49,21 +72,50 @@ t.test('sms fails over from Twilio to SMPP and back', async (t) => {
   const during = Array.from({ length: 10 }, (_, i) => `+1555700${String(i).padStart(4, '5')}`);
   const sentDuring = await sendAll(during);
   const tried = await attempts(sentDuring.map((d) => d.delivery_id));
-  t.ok(tried.some((a) => a.provider === 'twilio' && a.outcome === 'transient'), 'Twilio was tried and failed transiently');
-  t.ok(tried.filter((a) => a.outcome === 'sent').every((a) => a.provider === 'smpp'), 'every send that succeeded went through SMPP');
-  t.equal(smsc.submits.filter((s) => during.includes(`+${s.destinationAddr}`)).length, 10, 'the SMSC got all ten');
-  t.ok(tried.filter((a) => a.provider === 'twilio').length < 10 * 2, 'once out, Twilio stopped getting every attempt');
+  t.ok(
+    tried.some((a) => a.provider === 'twilio' && a.outcome === 'transient'),
+    'Twilio was tried and failed transiently',
+  );
+  t.ok(
+    tried.filter((a) => a.outcome === 'sent').every((a) => a.provider === 'smpp'),
+    'every send that succeeded went through SMPP',
+  );
+  t.equal(
+    smsc.submits.filter((s) => during.includes(`+${s.destinationAddr}`)).length,
+    10,
+    'the SMSC got all ten',
+  );
+  t.ok(
+    tried.filter((a) => a.provider === 'twilio').length < 10 * 2,
+    'once out, Twilio stopped getting every attempt',
+  );
 
   // The SMSC's receipts reach the delivery like a webhook would: DELIVRD is recorded (the spec
   // fills delivered_at for whatsapp only), UNDELIV fails the delivery with the SMSC's reason.
-  const [delivered, undelivered] = sentDuring as [{ delivery_id: string; provider_message_id: string }, { delivery_id: string; provider_message_id: string }];
+  const [delivered, undelivered] = sentDuring as [
+    { delivery_id: string; provider_message_id: string },
+    { delivery_id: string; provider_message_id: string },
+  ];
   await smsc.sendReceipt(delivered.provider_message_id, { stat: 'DELIVRD' });
   await smsc.sendReceipt(undelivered.provider_message_id, { stat: 'UNDELIV', err: '001' });
-  await waitFor(async () => {
-    const r = await svc.rt.db.query('SELECT kind FROM delivery_events WHERE delivery_id = $1', [delivered.delivery_id]);
-    return r.rows.length > 0 && r.rows.every((e) => e.kind === 'delivered');
-  }, 10_000, 'the DELIVRD receipt recorded');
-  const failed = await waitFor(async () => (await svc.feed(client)).find((d) => d.delivery_id === undelivered.delivery_id && d.status === 'failed'), 10_000, 'the UNDELIV receipt');
+  await waitFor(
+    async () => {
+      const r = await svc.rt.db.query('SELECT kind FROM delivery_events WHERE delivery_id = $1', [
+        delivered.delivery_id,
+      ]);
+      return r.rows.length > 0 && r.rows.every((e) => e.kind === 'delivered');
+    },
+    10_000,
+    'the DELIVRD receipt recorded',
+  );
+  const failed = await waitFor(
+    async () =>
+      (await svc.feed(client)).find(
+        (d) => d.delivery_id === undelivered.delivery_id && d.status === 'failed',
+      ),
+    10_000,
+    'the UNDELIV receipt',
+  );
   t.match(failed.last_error, /^smpp: UNDELIV/, "the SMSC's reason is last_error");
 
   // Twilio recovers: after the cool-down one trial send goes to it (sends racing the trial still
@@ -71,10 +123,18 @@ t.test('sms fails over from Twilio to SMPP and back', async (t) => {
   twilio.knobs.serverError = null;
   await new Promise((r) => setTimeout(r, 1_200));
   const [trial] = await sendAll(['+15558009999']);
-  t.same((await attempts([trial!.delivery_id])).map((a) => `${a.provider}:${a.outcome}`), ['twilio:sent'], 'the trial send went to Twilio');
+  t.same(
+    (await attempts([trial!.delivery_id])).map((a) => `${a.provider}:${a.outcome}`),
+    ['twilio:sent'],
+    'the trial send went to Twilio',
+  );
   const after = Array.from({ length: 5 }, (_, i) => `+1555800${String(i).padStart(4, '5')}`);
   const sentAfter = await sendAll(after);
   const back = await attempts(sentAfter.map((d) => d.delivery_id));
-  t.same(back.map((a) => `${a.provider}:${a.outcome}`), Array(5).fill('twilio:sent'), 'every send after recovery went through Twilio, first time');
+  t.same(
+    back.map((a) => `${a.provider}:${a.outcome}`),
+    Array(5).fill('twilio:sent'),
+    'every send after recovery went through Twilio, first time',
+  );
   t.equal([...twilio.messages.values()].filter((m) => after.includes(m.to)).length, 5);
 });

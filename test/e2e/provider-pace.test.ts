@@ -14,49 +14,71 @@ import { smsHandoff, startTestService, uniqueKey } from '../harness/service.ts';
 const RATE = 50;
 const SENDS = 200;
 
-t.test('two workers together keep to the provider\'s pace, and it refuses nothing for rate', async (t) => {
-  const twilio = new FakeTwilio();
-  const baseUrl = await twilio.start();
-  t.teardown(() => twilio.stop());
-  // The fake counts arrivals on this test process's event loop, which shares two cores with the
-  // rest of the suite: a 10 % margin keeps its own jitter from reading as ENS sending too fast.
-  // Without pacing, two workers send hundreds per second here and most sends are refused. The
-  // strict figure (a fake at exactly the pace, refusing nothing) is the bench's.
-  twilio.knobs.maxPerSecond = RATE * 1.1;
+t.test(
+  "two workers together keep to the provider's pace, and it refuses nothing for rate",
+  async (t) => {
+    const twilio = new FakeTwilio();
+    const baseUrl = await twilio.start();
+    t.teardown(() => twilio.stop());
+    // The fake counts arrivals on this test process's event loop, which shares two cores with the
+    // rest of the suite: a 10 % margin keeps its own jitter from reading as ENS sending too fast.
+    // Without pacing, two workers send hundreds per second here and most sends are refused. The
+    // strict figure (a fake at exactly the pace, refusing nothing) is the bench's.
+    twilio.knobs.maxPerSecond = RATE * 1.1;
 
-  const svc = await startTestService(t, {
-    roles: ['api', 'callbacks', 'feed'],
-    env: {
-      ENS_PROVIDERS: 'sms=@ens/plugin-twilio',
-      ENS_PROVIDER_CONFIG: JSON.stringify({ '@ens/plugin-twilio': { accountSid: twilio.accountSid, authToken: twilio.authToken, from: '+15005550006', baseUrl } }),
-      ENS_PROVIDER_PACE: `@ens/plugin-twilio=${RATE}`,
-    },
-  });
-  const workers: RunningRoles[] = [];
-  t.teardown(async () => {
-    for (const w of workers) await w.stop();
-  });
-  // Two worker roles, each with its own consume loops, slots and pacer: they share only
-  // PostgreSQL and NATS, as two worker processes do.
-  for (let i = 0; i < 2; i++) workers.push(await startRoles(svc.rt, ['worker'], { port: 0, host: '127.0.0.1' }));
+    const svc = await startTestService(t, {
+      roles: ['api', 'callbacks', 'feed'],
+      env: {
+        ENS_PROVIDERS: 'sms=@ens/plugin-twilio',
+        ENS_PROVIDER_CONFIG: JSON.stringify({
+          '@ens/plugin-twilio': {
+            accountSid: twilio.accountSid,
+            authToken: twilio.authToken,
+            from: '+15005550006',
+            baseUrl,
+          },
+        }),
+        ENS_PROVIDER_PACE: `@ens/plugin-twilio=${RATE}`,
+      },
+    });
+    const workers: RunningRoles[] = [];
+    t.teardown(async () => {
+      for (const w of workers) await w.stop();
+    });
+    // Two worker roles, each with its own consume loops, slots and pacer: they share only
+    // PostgreSQL and NATS, as two worker processes do.
+    for (let i = 0; i < 2; i++)
+      workers.push(await startRoles(svc.rt, ['worker'], { port: 0, host: '127.0.0.1' }));
 
-  const client = await svc.createClient();
-  await svc.tenant(client, 'acme');
-  const recipients = Array.from({ length: SENDS }, (_, i) => `+1555200${String(5000 + i).padStart(4, '0')}`);
-  const r = await svc.send(client, smsHandoff('acme', recipients), uniqueKey());
-  t.equal(r.status, 202, 'accepted');
+    const client = await svc.createClient();
+    await svc.tenant(client, 'acme');
+    const recipients = Array.from(
+      { length: SENDS },
+      (_, i) => `+1555200${String(5000 + i).padStart(4, '0')}`,
+    );
+    const r = await svc.send(client, smsHandoff('acme', recipients), uniqueKey());
+    t.equal(r.status, 202, 'accepted');
 
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const { rows } = await svc.rt.db.query(`SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'pending'`, [client.clientId]);
-    if (rows[0].n === 0 || Date.now() > deadline) break;
-    await sleep(200);
-  }
-  const sent = await svc.rt.db.query(`SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'sent'`, [client.clientId]);
-  t.equal(sent.rows[0].n, SENDS, 'every message was sent');
-  t.equal(twilio.refusedForRate, 0, 'the provider refused no send for rate');
-  const created = [...twilio.messages.values()].map((m) => m.dateCreated.getTime()).sort((a, b) => a - b);
-  const rate = (created.length - 1) / ((created.at(-1)! - created[0]!) / 1000);
-  t.ok(rate <= RATE * 1.05, `measured ${rate.toFixed(1)} sends/s against a pace of ${RATE}`);
-  t.ok(rate >= RATE * 0.8, 'and the pace is used, not starved');
-});
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const { rows } = await svc.rt.db.query(
+        `SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'pending'`,
+        [client.clientId],
+      );
+      if (rows[0].n === 0 || Date.now() > deadline) break;
+      await sleep(200);
+    }
+    const sent = await svc.rt.db.query(
+      `SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1 AND status = 'sent'`,
+      [client.clientId],
+    );
+    t.equal(sent.rows[0].n, SENDS, 'every message was sent');
+    t.equal(twilio.refusedForRate, 0, 'the provider refused no send for rate');
+    const created = [...twilio.messages.values()]
+      .map((m) => m.dateCreated.getTime())
+      .sort((a, b) => a - b);
+    const rate = (created.length - 1) / ((created.at(-1)! - created[0]!) / 1000);
+    t.ok(rate <= RATE * 1.05, `measured ${rate.toFixed(1)} sends/s against a pace of ${RATE}`);
+    t.ok(rate >= RATE * 0.8, 'and the pace is used, not starved');
+  },
+);

@@ -9,7 +9,9 @@ t.test('a handoff is accepted, sent and visible in the feed', async (t) => {
   t.equal(r.status, 202);
   t.equal(r.body.status, 'pending');
   const id = r.body.deliveries[0].delivery_id;
-  const row = await waitFor(async () => (await svc.feed(client)).find((d) => d.delivery_id === id && d.status === 'sent'));
+  const row = await waitFor(async () =>
+    (await svc.feed(client)).find((d) => d.delivery_id === id && d.status === 'sent'),
+  );
   t.equal(row.attempts, 1);
   t.match(row.provider_message_id, /^sandbox-/);
 });

@@ -1,7 +1,14 @@
 import t, { type Test } from 'tap';
 import pino from 'pino';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { allLoops, consumeWorkQueue, ensureTopology, SEND_STREAM, sendConsumer, sendSubject } from '@ens/core/internal';
+import {
+  allLoops,
+  consumeWorkQueue,
+  ensureTopology,
+  SEND_STREAM,
+  sendConsumer,
+  sendSubject,
+} from '@ens/core/internal';
 import { startNatsCluster, type NatsCluster } from '../harness/nats-cluster.ts';
 import { consumerLeader, stepDownConsumer } from '../harness/leader-faults.ts';
 import { waitFor } from '../harness/service.ts';
@@ -34,10 +41,27 @@ interface Run {
   stop(): Promise<void>;
 }
 
-/** Publishes a message every 50 ms, consumes them with a loop, and samples the loop's health every 50 ms. */
-async function run(t: Test, cluster: NatsCluster, opts: { servers: string[]; advisories: boolean; consumer: string; subject: string; watchEveryMs?: number }): Promise<Run> {
+/**
+ * Publishes a message every 50 ms, consumes them with a loop, and samples the loop's health every
+ * 50 ms.
+ */
+async function run(
+  t: Test,
+  cluster: NatsCluster,
+  opts: {
+    servers: string[];
+    advisories: boolean;
+    consumer: string;
+    subject: string;
+    watchEveryMs?: number;
+  },
+): Promise<Run> {
   const { consumer, subject } = opts;
-  const nc: NatsConnection = await connect({ servers: opts.servers, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const nc: NatsConnection = await connect({
+    servers: opts.servers,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+  });
   t.teardown(() => nc.close());
   // As ENS's own start does, wait while the cluster's JetStream is not answering yet (a busy
   // machine can take several seconds to settle a new cluster's meta leader).
@@ -47,16 +71,25 @@ async function run(t: Test, cluster: NatsCluster, opts: { servers: string[]; adv
       js = await ensureTopology(nc, 3);
       break;
     } catch (err) {
-      if ((err as { code?: string }).code !== 'ENS_ERR_NATS_QUORUM' || Date.now() > until) throw err;
+      if ((err as { code?: string }).code !== 'ENS_ERR_NATS_QUORUM' || Date.now() > until)
+        throw err;
       await new Promise((r) => setTimeout(r, 500));
     }
   }
-  const publisher = await connect({ servers: cluster.url.split(','), maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const publisher = await connect({
+    servers: cluster.url.split(','),
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+  });
   t.teardown(() => publisher.close());
   const published = new Map<string, number>();
   const gaps: { at: number; ms: number }[] = [];
   const loop = await consumeWorkQueue({
-    js, stream: SEND_STREAM, durable: consumer, concurrency: 100, logger,
+    js,
+    stream: SEND_STREAM,
+    durable: consumer,
+    concurrency: 100,
+    logger,
     redeclare: () => ensureTopology(nc, 3),
     ...(opts.advisories ? { nc } : {}),
     ...(opts.watchEveryMs ? { watchEveryMs: opts.watchEveryMs } : {}),
@@ -74,7 +107,9 @@ async function run(t: Test, cluster: NatsCluster, opts: { servers: string[]; adv
     // Confirmed and published again until stored, as wake-ups are: a message the stream refused
     // during its own election is not what this test measures.
     const send = (tries: number): void =>
-      void publisher.request(subject, id, { timeout: 1_000 }).catch(() => (tries > 0 ? setTimeout(() => send(tries - 1), 200) : undefined));
+      void publisher
+        .request(subject, id, { timeout: 1_000 })
+        .catch(() => (tries > 0 ? setTimeout(() => send(tries - 1), 200) : undefined));
     send(50);
     if (allLoops().some((l) => l.consumer === consumer && !l.up)) down.push(Date.now());
   }, 50);
@@ -82,7 +117,12 @@ async function run(t: Test, cluster: NatsCluster, opts: { servers: string[]; adv
     worstGapMs(from) {
       const now = Date.now();
       const handled = new Set(gaps.map((g) => g.at));
-      const waits = [...gaps.filter((g) => g.at >= from).map((g) => g.ms), ...[...published.values()].filter((at) => at >= from && !handled.has(at)).map((at) => now - at)];
+      const waits = [
+        ...gaps.filter((g) => g.at >= from).map((g) => g.ms),
+        ...[...published.values()]
+          .filter((at) => at >= from && !handled.has(at))
+          .map((at) => now - at),
+      ];
       return Math.max(0, ...waits);
     },
     seenDown: (from, to) => down.some((d) => d >= from && d <= to),
@@ -93,29 +133,51 @@ async function run(t: Test, cluster: NatsCluster, opts: { servers: string[]; adv
   };
 }
 
-t.test('a step-down of the consumer\'s leader: an advisory (sms), heartbeats (email), the check (push)', async (t) => {
-  const cluster = await startNatsCluster(t, 3);
-  const loops = [
-    { ...SMS, advisories: true, limitMs: 2_000 },
-    { ...EMAIL, advisories: false, limitMs: 5_000 },
-    { ...PUSH, advisories: false, watchEveryMs: 300, limitMs: 1_800 },
-  ];
-  const runs = await Promise.all(loops.map((l) => run(t, cluster, { servers: cluster.url.split(','), ...l })));
-  await new Promise((res) => setTimeout(res, 2_000));
-  const before = await Promise.all(loops.map((l) => consumerLeader(cluster.url, SEND_STREAM, l.consumer)));
-  const movedAt = Date.now();
-  for (const l of loops) t.match(await stepDownConsumer(cluster.url, SEND_STREAM, l.consumer), { success: true }, `${l.consumer}'s leader stepped down`);
-  await new Promise((res) => setTimeout(res, 7_000));
-  for (const [i, l] of loops.entries()) {
-    const r = runs[i]!;
-    t.not(await consumerLeader(cluster.url, SEND_STREAM, l.consumer), before[i], `another node leads ${l.consumer}`);
-    const worst = r.worstGapMs(movedAt);
-    await r.stop();
-    t.comment(`${l.consumer}: longest wait after the step-down ${worst} ms; reported down meanwhile: ${r.seenDown(movedAt, movedAt + worst)}`);
-    t.ok(worst < l.limitMs, `${l.consumer}: a message published after the step-down waited ${worst} ms`);
-    if (worst >= VISIBLE_MS) t.ok(r.seenDown(movedAt, movedAt + worst), 'the loop was reported down while it waited');
-  }
-});
+t.test(
+  "a step-down of the consumer's leader: an advisory (sms), heartbeats (email), the check (push)",
+  async (t) => {
+    const cluster = await startNatsCluster(t, 3);
+    const loops = [
+      { ...SMS, advisories: true, limitMs: 2_000 },
+      { ...EMAIL, advisories: false, limitMs: 5_000 },
+      { ...PUSH, advisories: false, watchEveryMs: 300, limitMs: 1_800 },
+    ];
+    const runs = await Promise.all(
+      loops.map((l) => run(t, cluster, { servers: cluster.url.split(','), ...l })),
+    );
+    await new Promise((res) => setTimeout(res, 2_000));
+    const before = await Promise.all(
+      loops.map((l) => consumerLeader(cluster.url, SEND_STREAM, l.consumer)),
+    );
+    const movedAt = Date.now();
+    for (const l of loops)
+      t.match(
+        await stepDownConsumer(cluster.url, SEND_STREAM, l.consumer),
+        { success: true },
+        `${l.consumer}'s leader stepped down`,
+      );
+    await new Promise((res) => setTimeout(res, 7_000));
+    for (const [i, l] of loops.entries()) {
+      const r = runs[i]!;
+      t.not(
+        await consumerLeader(cluster.url, SEND_STREAM, l.consumer),
+        before[i],
+        `another node leads ${l.consumer}`,
+      );
+      const worst = r.worstGapMs(movedAt);
+      await r.stop();
+      t.comment(
+        `${l.consumer}: longest wait after the step-down ${worst} ms; reported down meanwhile: ${r.seenDown(movedAt, movedAt + worst)}`,
+      );
+      t.ok(
+        worst < l.limitMs,
+        `${l.consumer}: a message published after the step-down waited ${worst} ms`,
+      );
+      if (worst >= VISIBLE_MS)
+        t.ok(r.seenDown(movedAt, movedAt + worst), 'the loop was reported down while it waited');
+    }
+  },
+);
 
 t.test('the node leading the consumer killed, the loop connected elsewhere', async (t) => {
   const cluster = await startNatsCluster(t, 3);
@@ -123,7 +185,11 @@ t.test('the node leading the consumer killed, the loop connected elsewhere', asy
   const setup = await connect({ servers: cluster.url.split(',') });
   await ensureTopology(setup, 3);
   await setup.close();
-  const leaderName = await waitFor(() => consumerLeader(cluster.url, SEND_STREAM, SMS.consumer), 15_000, 'a consumer leader');
+  const leaderName = await waitFor(
+    () => consumerLeader(cluster.url, SEND_STREAM, SMS.consumer),
+    15_000,
+    'a consumer leader',
+  );
   const leader = cluster.nodes[Number(leaderName.slice(1)) - 1]!;
   const others = cluster.nodes.filter((n) => n !== leader).map((n) => n.url);
   const r = await run(t, cluster, { servers: others, advisories: true, ...SMS });
@@ -133,7 +199,10 @@ t.test('the node leading the consumer killed, the loop connected elsewhere', asy
   await new Promise((res) => setTimeout(res, 12_000));
   const worst = r.worstGapMs(killedAt);
   await r.stop();
-  t.comment(`longest wait after the kill: ${worst} ms; reported down meanwhile: ${r.seenDown(killedAt, killedAt + worst)}`);
+  t.comment(
+    `longest wait after the kill: ${worst} ms; reported down meanwhile: ${r.seenDown(killedAt, killedAt + worst)}`,
+  );
   t.ok(worst < 10_000, `a message published after the kill waited ${worst} ms`);
-  if (worst >= VISIBLE_MS) t.ok(r.seenDown(killedAt, killedAt + worst), 'the loop was reported down while it waited');
+  if (worst >= VISIBLE_MS)
+    t.ok(r.seenDown(killedAt, killedAt + worst), 'the loop was reported down while it waited');
 });

@@ -15,24 +15,44 @@ async function sendEmail(t: Test, svc: TestService, n: number): Promise<void> {
   const client = await svc.createClient();
   await svc.tenant(client, 'stuck');
   const recipients = Array.from({ length: n }, (_, i) => `user${i}@example.com`);
-  const r = await svc.send(client, {
-    tenant: 'stuck',
-    event_type: 'fault.consumer',
-    messages: [{ channel: 'email', recipients, content: { kind: 'rendered', subject: 's', body: 'b' } }],
-  }, uniqueKey('stuck'));
+  const r = await svc.send(
+    client,
+    {
+      tenant: 'stuck',
+      event_type: 'fault.consumer',
+      messages: [
+        { channel: 'email', recipients, content: { kind: 'rendered', subject: 's', body: 'b' } },
+      ],
+    },
+    uniqueKey('stuck'),
+  );
   t.equal(r.status, 202, 'accepted');
 }
 
 const pending = async (svc: TestService) =>
-  Number((await svc.rt.db.query<{ n: string }>(`SELECT count(*) AS n FROM deliveries WHERE status = 'pending'`)).rows[0]!.n);
+  Number(
+    (
+      await svc.rt.db.query<{ n: string }>(
+        `SELECT count(*) AS n FROM deliveries WHERE status = 'pending'`,
+      )
+    ).rows[0]!.n,
+  );
 
 async function consumerUp(svc: TestService, consumer: string): Promise<string | undefined> {
   const r = await svc.request('GET', '/metrics');
-  return r.text.split('\n').find((l) => l.startsWith('ens_consumer_up{') && l.includes(`consumer="${consumer}"`))?.split(' ').pop();
+  return r.text
+    .split('\n')
+    .find((l) => l.startsWith('ens_consumer_up{') && l.includes(`consumer="${consumer}"`))
+    ?.split(' ')
+    .pop();
 }
 
-// A handoff of up to BULK_WAKEUPS deliveries wakes the channel's first lane, a larger one its bulk lane.
-for (const [lane, n] of [['next', BULK_WAKEUPS], ['bulk', BULK_WAKEUPS * 2]] as const) {
+// A handoff of up to BULK_WAKEUPS deliveries wakes the channel's first lane, a larger one its bulk
+// lane.
+for (const [lane, n] of [
+  ['next', BULK_WAKEUPS],
+  ['bulk', BULK_WAKEUPS * 2],
+] as const) {
   t.test(`the email consumer of the ${lane} lane deleted under a running worker`, async (t) => {
     const svc = await startTestService(t, { env: ENV });
     const jsm = await jetstreamManager(svc.rt.nc);
@@ -65,11 +85,17 @@ t.test('a loop that is not consuming is named by /readyz and the metric', async 
   // Deleting the callbacks stream and holding it away (a stream of the same name that is not a
   // work queue refuses the consumer) keeps the loop down long enough to observe.
   await jsm.streams.delete(CALLBACK_STREAM);
-  await jsm.streams.add({ name: CALLBACK_STREAM, subjects: ['ens.callbacks.blocked'], max_consumers: 0 } as never).catch(() => {});
-  const down = await waitFor(async () => {
-    const r = await svc.request('GET', '/readyz');
-    return r.status === 503 && JSON.stringify(r.body).includes('callbacks') ? r : undefined;
-  }, 20_000, '/readyz to report the callbacks loop');
+  await jsm.streams
+    .add({ name: CALLBACK_STREAM, subjects: ['ens.callbacks.blocked'], max_consumers: 0 } as never)
+    .catch(() => {});
+  const down = await waitFor(
+    async () => {
+      const r = await svc.request('GET', '/readyz');
+      return r.status === 503 && JSON.stringify(r.body).includes('callbacks') ? r : undefined;
+    },
+    20_000,
+    '/readyz to report the callbacks loop',
+  );
   t.match(JSON.stringify(down.body), /callbacks/, '/readyz names the loop');
   t.equal(await consumerUp(svc, 'callbacks'), '0', 'ens_consumer_up is 0 for it');
 });

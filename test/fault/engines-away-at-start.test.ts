@@ -40,23 +40,38 @@ for (const away of ['nats', 'postgres'] as const) {
       HOST: '127.0.0.1',
     });
     t.teardown(() => ens.kill9());
-    // Waits for the warning rather than a fixed time: on a loaded machine starting the process alone
-    // can take seconds.
+    // Waits for the warning rather than a fixed time: on a loaded machine starting the process
+    // alone can take seconds.
     const warned = await Promise.race([
       ens.exited.then((code) => `exited with ${code}`),
-      waitFor(async () => /"level":40/.test(ens.output()), 30_000, 'a warning that it waits').then(() => 'warned'),
+      waitFor(async () => /"level":40/.test(ens.output()), 30_000, 'a warning that it waits').then(
+        () => 'warned',
+      ),
     ]);
-    t.equal(warned, 'warned', `it warned that it is waiting, and did not exit (output: ${ens.output().slice(-400)})`);
+    t.equal(
+      warned,
+      'warned',
+      `it warned that it is waiting, and did not exit (output: ${ens.output().slice(-400)})`,
+    );
     await new Promise((r) => setTimeout(r, 1_000));
     t.equal(ens.child.exitCode, null, 'still running after the warning');
     await engine.start();
-    await waitFor(async () => (await readyz(port)) === 200, 30_000, '/readyz to answer 200 once the engine is back');
+    await waitFor(
+      async () => (await readyz(port)) === 200,
+      30_000,
+      '/readyz to answer 200 once the engine is back',
+    );
     t.pass('ready once the engine is back');
   });
 }
 
 t.test('a configuration error still ends the process at once', async (t) => {
-  const ens = spawnEns(['serve'], { ...TEST_ENV, ENS_RETRY_BACKOFF: 'soon', DATABASE_URL: 'postgres://x@127.0.0.1:1/x', NATS_URL: 'nats://127.0.0.1:1' });
+  const ens = spawnEns(['serve'], {
+    ...TEST_ENV,
+    ENS_RETRY_BACKOFF: 'soon',
+    DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+    NATS_URL: 'nats://127.0.0.1:1',
+  });
   t.teardown(() => ens.kill9());
   t.equal(await ens.exited, 2, 'exit 2');
 });

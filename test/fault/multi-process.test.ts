@@ -19,7 +19,12 @@ t.setTimeout(240_000);
 t.test('kill -9 one process of each role in turn, under load', async (t) => {
   const engines = await startTestEngines(t);
   const receiver = await startReceiver(t);
-  const d = await startDeployment(t, { databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl, counts: { api: 2, worker: 2, callbacks: 2, feed: 2 }, env: FAST_ENV });
+  const d = await startDeployment(t, {
+    databaseUrl: engines.databaseUrl,
+    natsUrl: engines.natsUrl,
+    counts: { api: 2, worker: 2, callbacks: 2, feed: 2 },
+    env: FAST_ENV,
+  });
   const client = await createClient(d);
   const flood = await startFlood(d, client, receiver.url, 3);
   const walker = startFeedWalker(d, client);
@@ -34,15 +39,21 @@ t.test('kill -9 one process of each role in turn, under load', async (t) => {
   }
   await flood.stop();
   t.ok(flood.accepted > 50, `${flood.accepted} handoffs accepted during the faults`);
-  const final = await waitFor(async () => {
-    const a = await audit(engines.databaseUrl, receiver.posts);
-    return a.stranded === 0 && a.callbacksLost === 0 ? a : undefined;
-  }, 90_000, 'every delivery to end and every callback to be posted or dead-lettered');
+  const final = await waitFor(
+    async () => {
+      const a = await audit(engines.databaseUrl, receiver.posts);
+      return a.stranded === 0 && a.callbacksLost === 0 ? a : undefined;
+    },
+    90_000,
+    'every delivery to end and every callback to be posted or dead-lettered',
+  );
   const skipped = await walker.stop(engines.databaseUrl);
   t.equal(final.deliveries, flood.accepted * 2, 'two deliveries per accepted handoff');
   t.equal(final.stranded, 0, 'no delivery stranded');
   t.equal(final.callbacksLost, 0, 'no callback lost');
   t.equal(final.doubleSuccess, 0, 'no delivery has two successful sends');
   t.equal(skipped, 0, 'the feed walk skipped no change');
-  t.comment(`repeated sends (attempts cut off by kill -9): ${final.repeatedSends}; repeated posts: ${final.repeatedPosts}; callbacks posted ${final.callbacksPosted}, dead ${final.callbacksDead}`);
+  t.comment(
+    `repeated sends (attempts cut off by kill -9): ${final.repeatedSends}; repeated posts: ${final.repeatedPosts}; callbacks posted ${final.callbacksPosted}, dead ${final.callbacksDead}`,
+  );
 });

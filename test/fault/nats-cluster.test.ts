@@ -14,9 +14,16 @@ import { smsHandoff, startTestService, uniqueKey, waitFor } from '../harness/ser
 t.test('a NATS node, then the stream leader, killed mid-flood', async (t) => {
   const cluster = await startNatsCluster(t, 3);
   const receiver = await startReceiver(t);
-  const svc = await startTestService(t, { natsUrl: cluster.url, env: { ENS_NATS_REPLICAS: '3', ENS_SWEEP_GRACE: '1s', ENS_LEASE: '3s' } });
+  const svc = await startTestService(t, {
+    natsUrl: cluster.url,
+    env: { ENS_NATS_REPLICAS: '3', ENS_SWEEP_GRACE: '1s', ENS_LEASE: '3s' },
+  });
   const jsm = await jetstreamManager(svc.rt.nc);
-  t.equal((await jsm.streams.info(SEND_STREAM)).config.num_replicas, 3, 'the send stream has 3 replicas');
+  t.equal(
+    (await jsm.streams.info(SEND_STREAM)).config.num_replicas,
+    3,
+    'the send stream has 3 replicas',
+  );
 
   const client = await svc.createClient();
   await svc.tenant(client, 'acme');
@@ -28,12 +35,21 @@ t.test('a NATS node, then the stream leader, killed mid-flood', async (t) => {
     for (let i = 0; flooding; i++) {
       const res = await fetch(`${svc.baseUrl}/v2/messages`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': uniqueKey(`cl-${n}`) },
-        body: JSON.stringify(smsHandoff('acme', [`+1555${n}${String(i).padStart(6, '0')}`], { callback_url: receiver.url })),
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'idempotency-key': uniqueKey(`cl-${n}`),
+        },
+        body: JSON.stringify(
+          smsHandoff('acme', [`+1555${n}${String(i).padStart(6, '0')}`], {
+            callback_url: receiver.url,
+          }),
+        ),
         signal: AbortSignal.timeout(15_000),
       });
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-      if (res.status !== 202 && !(res.status === 503 && res.headers.get('retry-after'))) bad.push(`${res.status} ${await res.text()}`);
+      if (res.status !== 202 && !(res.status === 503 && res.headers.get('retry-after')))
+        bad.push(`${res.status} ${await res.text()}`);
       else await res.arrayBuffer();
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -54,12 +70,35 @@ t.test('a NATS node, then the stream leader, killed mid-flood', async (t) => {
   flooding = false;
   await Promise.all(lanes);
 
-  t.same(bad.slice(0, 5), [], `every answer was 202 or 503 with Retry-After (${JSON.stringify(Object.fromEntries(statuses))})`);
+  t.same(
+    bad.slice(0, 5),
+    [],
+    `every answer was 202 or 503 with Retry-After (${JSON.stringify(Object.fromEntries(statuses))})`,
+  );
   const accepted = statuses.get(202) ?? 0;
   t.ok(accepted > 50, `${accepted} handoffs were accepted during the faults`);
-  const count = async (sql: string) => Number((await svc.rt.db.query<{ n: string }>(sql)).rows[0]!.n);
-  await waitFor(async () => (await count(`SELECT count(*) AS n FROM deliveries WHERE status = 'pending'`)) === 0, 90_000, 'every delivery to end');
-  t.equal(await count(`SELECT count(*) AS n FROM deliveries`), accepted, 'one delivery per accepted handoff');
-  await waitFor(async () => (await count(`SELECT count(*) AS n FROM callbacks WHERE status <> 'delivered'`)) === 0, 90_000, 'every callback to be posted');
-  t.equal(await count(`SELECT count(*) AS n FROM callbacks WHERE status = 'delivered'`), accepted, 'every delivery\'s callback was posted');
+  const count = async (sql: string) =>
+    Number((await svc.rt.db.query<{ n: string }>(sql)).rows[0]!.n);
+  await waitFor(
+    async () =>
+      (await count(`SELECT count(*) AS n FROM deliveries WHERE status = 'pending'`)) === 0,
+    90_000,
+    'every delivery to end',
+  );
+  t.equal(
+    await count(`SELECT count(*) AS n FROM deliveries`),
+    accepted,
+    'one delivery per accepted handoff',
+  );
+  await waitFor(
+    async () =>
+      (await count(`SELECT count(*) AS n FROM callbacks WHERE status <> 'delivered'`)) === 0,
+    90_000,
+    'every callback to be posted',
+  );
+  t.equal(
+    await count(`SELECT count(*) AS n FROM callbacks WHERE status = 'delivered'`),
+    accepted,
+    "every delivery's callback was posted",
+  );
 });

@@ -20,9 +20,20 @@ t.test('a not-ready process probed twenty times logs one warning and no errors',
   const dataDir = await mkdtemp(join(tmpdir(), 'ens-data-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const port = await freePort();
-  const ens = spawnEns(['serve'], { ...TEST_ENV, DATABASE_URL: engines.databaseUrl, NATS_URL: engines.natsUrl, ENS_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });
+  const ens = spawnEns(['serve'], {
+    ...TEST_ENV,
+    DATABASE_URL: engines.databaseUrl,
+    NATS_URL: engines.natsUrl,
+    ENS_DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+  });
   t.teardown(() => ens.kill9());
-  const readyz = () => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+  const readyz = () =>
+    fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
   await waitFor(async () => (await readyz()) === 200, 30_000, '/readyz 200');
 
   // The callbacks stream replaced by one that refuses the consumer keeps that loop down (as in
@@ -31,7 +42,9 @@ t.test('a not-ready process probed twenty times logs one warning and no errors',
   t.teardown(() => nc.close());
   const jsm = await jetstreamManager(nc);
   await jsm.streams.delete(CALLBACK_STREAM);
-  await jsm.streams.add({ name: CALLBACK_STREAM, subjects: ['ens.callbacks.blocked'], max_consumers: 0 } as never).catch(() => {});
+  await jsm.streams
+    .add({ name: CALLBACK_STREAM, subjects: ['ens.callbacks.blocked'], max_consumers: 0 } as never)
+    .catch(() => {});
   await waitFor(async () => (await readyz()) === 503, 20_000, '/readyz 503');
   const from = ens.output().length;
   const statuses: number[] = [];
@@ -42,9 +55,25 @@ t.test('a not-ready process probed twenty times logs one warning and no errors',
   await new Promise((r) => setTimeout(r, 500));
   t.same([...new Set(statuses)], [503], 'every probe answered 503');
 
-  const lines = ens.output().slice(from).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; url?: string });
-  const everything = ens.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; url?: string });
-  t.same(lines.filter((l) => l.level >= 50 && l.url === '/readyz'), [], 'no error line for a probe');
+  const lines = ens
+    .output()
+    .slice(from)
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg: string; url?: string });
+  const everything = ens
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg: string; url?: string });
+  t.same(
+    lines.filter((l) => l.level >= 50 && l.url === '/readyz'),
+    [],
+    'no error line for a probe',
+  );
   const warnings = everything.filter((l) => l.msg === 'not ready');
-  t.ok(warnings.length >= 1 && warnings.length <= 2, `${warnings.length} "not ready" warning(s) in all, not one per probe`);
+  t.ok(
+    warnings.length >= 1 && warnings.length <= 2,
+    `${warnings.length} "not ready" warning(s) in all, not one per probe`,
+  );
 });

@@ -16,7 +16,12 @@ t.test('deliveries are in the record as soon as their 202 is answered', async (t
   const rounds = 8;
   for (let i = 0; i < rounds; i++) {
     const ref = `right-after-${i}`;
-    const r = await svc.send(client, smsHandoff('acme', [`+1555444${String(1000 + i)}`, `+1555444${String(2000 + i)}`], { reference: ref }));
+    const r = await svc.send(
+      client,
+      smsHandoff('acme', [`+1555444${String(1000 + i)}`, `+1555444${String(2000 + i)}`], {
+        reference: ref,
+      }),
+    );
     t.equal(r.status, 202);
     const ids: string[] = r.body.deliveries.map((d: any) => d.delivery_id);
     for (const q of queries) {
@@ -25,7 +30,11 @@ t.test('deliveries are in the record as soon as their 202 is answered', async (t
       const seen = new Set(page.body.results.map((row: any) => row.delivery_id));
       const absent = ids.filter((id) => !seen.has(id));
       missing += absent.length;
-      t.same(absent, [], `round ${i}, query "${q(ref) || 'none'}": every delivery of the 202 is there`);
+      t.same(
+        absent,
+        [],
+        `round ${i}, query "${q(ref) || 'none'}": every delivery of the 202 is there`,
+      );
     }
   }
   t.equal(missing, 0);

@@ -18,15 +18,25 @@ try {
     fc.asyncProperty(requests(target.tenant), async (req) => {
       const broken = await check(target, req);
       done++;
-      if (done % 10_000 === 0) process.stderr.write(`fuzz: ${done} requests, ${Math.round((Date.now() - started) / 1000)} s\n`);
-      if (broken) throw new Error(`${broken}\n  request: ${req.method} ${req.path} ${JSON.stringify(req.headers)} ${(req.body ?? '').slice(0, 500)}`);
+      if (done % 10_000 === 0)
+        process.stderr.write(
+          `fuzz: ${done} requests, ${Math.round((Date.now() - started) / 1000)} s\n`,
+        );
+      if (broken)
+        throw new Error(
+          `${broken}\n  request: ${req.method} ${req.path} ${JSON.stringify(req.headers)} ${(req.body ?? '').slice(0, 500)}`,
+        );
     }),
     { numRuns: total, seed },
   );
   if (result.failed) {
-    console.log(`fuzz: FAILED after ${result.numRuns} requests (seed ${seed}, replay with FUZZ_SEED=${seed}); smallest failing case:\n${String(result.errorInstance)}`);
+    console.log(
+      `fuzz: FAILED after ${result.numRuns} requests (seed ${seed}, replay with FUZZ_SEED=${seed}); smallest failing case:\n${String(result.errorInstance)}`,
+    );
   } else {
-    console.log(`fuzz: ${result.numRuns} requests (seed ${seed}): 0 5xx, every 4xx with a detail, 0 rows or files written by rejected requests, every accepted handoff and tenant read back as sent; ${Math.round((Date.now() - started) / 1000)} s`);
+    console.log(
+      `fuzz: ${result.numRuns} requests (seed ${seed}): 0 5xx, every 4xx with a detail, 0 rows or files written by rejected requests, every accepted handoff and tenant read back as sent; ${Math.round((Date.now() - started) / 1000)} s`,
+    );
     code = 0;
   }
 } catch (e) {

@@ -34,17 +34,25 @@ let packaged: Promise<BrowserBinary> | undefined;
  */
 function packagedChromium(): Promise<BrowserBinary> {
   packaged ??= (async () => {
-    if (platform() !== 'linux' || arch() !== 'x64') throw new Error(`@sparticuz/chromium ships a build for Linux x64 only, not ${platform()} ${arch()}`);
+    if (platform() !== 'linux' || arch() !== 'x64')
+      throw new Error(
+        `@sparticuz/chromium ships a build for Linux x64 only, not ${platform()} ${arch()}`,
+      );
     const entry = import.meta.resolve('@sparticuz/chromium');
     const pkgRoot = join(dirname(fileURLToPath(entry)), '..', '..');
-    const { version } = JSON.parse(await readFile(join(pkgRoot, 'package.json'), 'utf8')) as { version: string };
+    const { version } = JSON.parse(await readFile(join(pkgRoot, 'package.json'), 'utf8')) as {
+      version: string;
+    };
     const dir = join(tmpdir(), `ens-test-chromium-${version}`);
     // The binary links NSS and expat, which a fresh Debian lacks; the package carries them in its
     // Amazon Linux layer, which it unpacks only when it believes it runs on Lambda, hence the
     // AWS_EXECUTION_ENV below. The browser then finds them through LD_LIBRARY_PATH.
     const binary: BrowserBinary = {
       executablePath: join(dir, 'chromium'),
-      env: { LD_LIBRARY_PATH: join(dir, 'al2023', 'lib'), FONTCONFIG_FILE: join(dir, 'fonts.conf') },
+      env: {
+        LD_LIBRARY_PATH: join(dir, 'al2023', 'lib'),
+        FONTCONFIG_FILE: join(dir, 'fonts.conf'),
+      },
     };
     if (existsSync(join(dir, 'fonts.conf'))) return binary;
     const staging = await mkdtemp(`${dir}-unpacking-`);
@@ -54,8 +62,12 @@ function packagedChromium(): Promise<BrowserBinary> {
         env: { ...process.env, TMPDIR: staging, AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs20.x' },
         timeout: 120_000,
       });
-      if (!existsSync(join(staging, 'al2023', 'lib', 'libnss3.so'))) throw new Error(`@sparticuz/chromium ${version} did not unpack its libraries (al2023/lib) into ${staging}`);
-      // The package's own fonts.conf looks for its fonts in /tmp/fonts; without fonts no text is drawn.
+      if (!existsSync(join(staging, 'al2023', 'lib', 'libnss3.so')))
+        throw new Error(
+          `@sparticuz/chromium ${version} did not unpack its libraries (al2023/lib) into ${staging}`,
+        );
+      // The package's own fonts.conf looks for its fonts in /tmp/fonts; without fonts no text is
+      // drawn.
       await writeFile(
         join(staging, 'fonts.conf'),
         `<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig><dir>${join(dir, 'fonts')}</dir><cachedir>${join(dir, 'fonts-cache')}</cachedir></fontconfig>\n`,
@@ -74,7 +86,8 @@ function packagedChromium(): Promise<BrowserBinary> {
 /** The browser to drive, or an error that says what was tried and how to get one. */
 async function findBrowser(): Promise<BrowserBinary> {
   const mode = process.env.ENS_TEST_BROWSER || 'auto';
-  if (!(MODES as readonly string[]).includes(mode)) throw new Error(`ENS_TEST_BROWSER=${mode}: must be one of ${MODES.join(', ')}`);
+  if (!(MODES as readonly string[]).includes(mode))
+    throw new Error(`ENS_TEST_BROWSER=${mode}: must be one of ${MODES.join(', ')}`);
   const tried: string[] = [];
   if (mode !== 'npm') {
     const given = process.env.CHROMIUM_PATH;
@@ -92,7 +105,8 @@ async function findBrowser(): Promise<BrowserBinary> {
   }
   throw new Error(
     `the console tests drive a headless Chromium and found none (ENS_TEST_BROWSER=${mode}); tried: ${tried.join('; ')}. ` +
-      'Run npm ci (it installs @sparticuz/chromium, Linux x64), or apt-get install -y chromium, or set CHROMIUM_PATH',
+      ('Run npm ci (it installs @sparticuz/chromium, Linux x64), or apt-get install -y ' +
+        'chromium, or set CHROMIUM_PATH'),
   );
 }
 
@@ -110,12 +124,22 @@ const ARGS = [
 ];
 
 /** Where screenshots go: test-artifacts/console/ at the repository root (gitignored). */
-export const SCREENSHOT_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-artifacts', 'console');
+export const SCREENSHOT_DIR = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '..',
+  '..',
+  'test-artifacts',
+  'console',
+);
 
 /** One Chromium per test file, closed at teardown. */
 export async function launchBrowser(t: Teardown): Promise<Browser> {
   const { executablePath, env } = await findBrowser();
-  const browser = await chromium.launch({ executablePath, args: ARGS, ...(env ? { env: { ...process.env, ...env } } : {}) });
+  const browser = await chromium.launch({
+    executablePath,
+    args: ARGS,
+    ...(env ? { env: { ...process.env, ...env } } : {}),
+  });
   t.teardown(() => browser.close());
   return browser;
 }
@@ -124,12 +148,17 @@ export async function launchBrowser(t: Teardown): Promise<Browser> {
  * A fresh context (its own cookies, storage and IdP session) and a page in it, closed at teardown.
  * `origin` gets clipboard permissions, so a test can read what a Copy button copied.
  */
-export async function openPage(t: Teardown, browser: Browser, opts: { origin?: string } = {}): Promise<{ context: BrowserContext; page: Page }> {
+export async function openPage(
+  t: Teardown,
+  browser: Browser,
+  opts: { origin?: string } = {},
+): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   t.teardown(() => context.close());
   // Fail in seconds, not Playwright's default 30 s, when the console lacks an element.
   context.setDefaultTimeout(10_000);
-  if (opts.origin) await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: opts.origin });
+  if (opts.origin)
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: opts.origin });
   const page = await context.newPage();
   // A confirm() before a destructive action is accepted, as the staff member would.
   page.on('dialog', (d) => void d.accept());

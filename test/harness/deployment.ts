@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path, { join } from 'node:path';
@@ -15,7 +16,11 @@ import type { Teardown } from './service.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** node's arguments that run `ens` from source. */
-export const ENS_ARGV = ['--conditions=ens-source', '--import=tsx', path.join(root, 'apps/ens/src/main.ts')];
+export const ENS_ARGV = [
+  '--conditions=ens-source',
+  '--import=tsx',
+  path.join(root, 'apps/ens/src/main.ts'),
+];
 
 export type RoleName = 'api' | 'worker' | 'callbacks' | 'feed';
 
@@ -25,6 +30,8 @@ export interface EnsNode {
   /** The port serving /readyz: PORT for api, ENS_HEALTH_PORT for the others. */
   port: number;
   running(): boolean;
+  /** The process id while it runs. */
+  pid(): number | undefined;
   start(): Promise<void>;
   kill9(): Promise<void>;
   /** SIGTERM, waiting for the process to exit. */
@@ -34,7 +41,9 @@ export interface EnsNode {
 
 export interface Deployment {
   nodes: EnsNode[];
-  /** Environment shared by every process, for running `ens` commands against the same deployment. */
+  /**
+   * Environment shared by every process, for running `ens` commands against the same deployment.
+   */
   env: Record<string, string>;
   apiUrls(): string[];
   stop(): Promise<void>;
@@ -42,7 +51,10 @@ export interface Deployment {
 
 async function ready(port: number): Promise<boolean> {
   try {
-    return (await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2000) })).status === 200;
+    return (
+      (await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2000) }))
+        .status === 200
+    );
   } catch {
     return false;
   }
@@ -51,7 +63,10 @@ async function ready(port: number): Promise<boolean> {
 export async function waitReady(node: EnsNode, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await ready(node.port))) {
-    if (Date.now() > until) throw new Error(`${node.name} not ready within ${timeoutMs} ms:\n${node.output().slice(-2000)}`);
+    if (Date.now() > until)
+      throw new Error(
+        `${node.name} not ready within ${timeoutMs} ms:\n${node.output().slice(-2000)}`,
+      );
     if (!node.running()) throw new Error(`${node.name} exited:\n${node.output().slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -59,7 +74,14 @@ export async function waitReady(node: EnsNode, timeoutMs = 60_000): Promise<void
 
 export async function startDeployment(
   t: Teardown,
-  opts: { databaseUrl: string; natsUrl: string; counts: Record<RoleName, number>; env?: Record<string, string> },
+  opts: {
+    databaseUrl: string;
+    natsUrl: string;
+    counts: Record<RoleName, number>;
+    env?: Record<string, string>;
+    /** Each process's output is also appended to `<logDir>/<name>.log`, across its restarts. */
+    logDir?: string;
+  },
 ): Promise<Deployment> {
   const dataDir = await mkdtemp(join(tmpdir(), 'ens-deploy-'));
   const env: Record<string, string> = {
@@ -81,7 +103,8 @@ export async function startDeployment(
   for (const role of ['feed', 'callbacks', 'worker', 'api'] as const) {
     for (let i = 1; i <= opts.counts[role]; i++) {
       const port = await freePort();
-      const portEnv = role === 'api' ? { PORT: String(port) } : { PORT: '0', ENS_HEALTH_PORT: String(port) };
+      const portEnv =
+        role === 'api' ? { PORT: String(port) } : { PORT: '0', ENS_HEALTH_PORT: String(port) };
       let child: ChildProcess | null = null;
       let out = '';
       let exited: Promise<void> = Promise.resolve();
@@ -90,12 +113,24 @@ export async function startDeployment(
         role,
         port,
         running: () => child !== null && child.exitCode === null && child.signalCode === null,
+        pid: () => (node.running() ? child!.pid : undefined),
         async start() {
           if (node.running()) return;
-          const c = spawn(process.execPath, [...ENS_ARGV, 'serve', '--roles', role], { env: { ...process.env, ...env, ...portEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+          const c = spawn(process.execPath, [...ENS_ARGV, 'serve', '--roles', role], {
+            env: { ...process.env, ...env, ...portEnv },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
           child = c;
-          c.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
-          c.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+          const log = opts.logDir
+            ? createWriteStream(join(opts.logDir, `${role}${i}.log`), { flags: 'a' })
+            : null;
+          const take = (d: Buffer) => {
+            out = (out + d.toString()).slice(-20_000);
+            log?.write(d);
+          };
+          c.stdout!.on('data', take);
+          c.stderr!.on('data', take);
+          c.once('exit', () => log?.end());
           exited = new Promise((r) => c.once('exit', () => r()));
           await waitReady(node);
         },
@@ -122,9 +157,20 @@ export async function startDeployment(
   t.teardown(stop);
   // One migrate first, so the processes do not all wait on the migration lock at once.
   await new Promise<void>((resolve, reject) => {
-    const m = spawn(process.execPath, [...ENS_ARGV, 'migrate'], { env: { ...process.env, ...env }, stdio: 'ignore' });
-    m.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`ens migrate exited ${code}`))));
+    const m = spawn(process.execPath, [...ENS_ARGV, 'migrate'], {
+      env: { ...process.env, ...env },
+      stdio: 'ignore',
+    });
+    m.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`ens migrate exited ${code}`)),
+    );
   });
   for (const n of nodes) await n.start();
-  return { nodes, env, stop, apiUrls: () => nodes.filter((n) => n.role === 'api' && n.running()).map((n) => `http://127.0.0.1:${n.port}`) };
+  return {
+    nodes,
+    env,
+    stop,
+    apiUrls: () =>
+      nodes.filter((n) => n.role === 'api' && n.running()).map((n) => `http://127.0.0.1:${n.port}`),
+  };
 }

@@ -39,7 +39,12 @@ async function startPostgresFromTemplate(dataDir: string): Promise<PostgresHandl
  * (A clean shutdown removes postmaster.pid; a killed server leaves it behind.)
  */
 async function stopPostgresCleanly(postgres: PostgresHandle): Promise<void> {
-  const killed = postgres.pid === undefined && (await access(join(postgres.dataDir, 'postmaster.pid')).then(() => true, () => false));
+  const killed =
+    postgres.pid === undefined &&
+    (await access(join(postgres.dataDir, 'postmaster.pid')).then(
+      () => true,
+      () => false,
+    ));
   if (killed) await postgres.start().catch(() => {});
   await postgres.stop();
 }
@@ -48,9 +53,12 @@ async function stopPostgresCleanly(postgres: PostgresHandle): Promise<void> {
  * Starts a private PostgreSQL and NATS (JetStream) on free ports for one test
  * file. With `t`, both are stopped and their data removed at teardown.
  */
-export async function startTestEngines(t?: { teardown(fn: () => unknown): void }): Promise<TestEngines> {
+export async function startTestEngines(t?: {
+  teardown(fn: () => unknown): void;
+}): Promise<TestEngines> {
   const dir = await mkdtemp(join(await scratchRoot(), 'ens-test-'));
-  // When we are root PostgreSQL runs as the postgres user, which must be able to reach its data dir.
+  // When we are root PostgreSQL runs as the postgres user, which must be able to reach its data
+  // dir.
   await chmod(dir, 0o755);
   const onNatsLog = logger('nats');
   const [pgResult, natsResult] = await Promise.allSettled([
@@ -64,7 +72,9 @@ export async function startTestEngines(t?: { teardown(fn: () => unknown): void }
       natsResult.status === 'fulfilled' ? natsResult.value.stop() : undefined,
     ]);
     await rm(dir, { recursive: true, force: true });
-    throw pgResult.status === 'rejected' ? pgResult.reason : (natsResult as PromiseRejectedResult).reason;
+    throw pgResult.status === 'rejected'
+      ? pgResult.reason
+      : (natsResult as PromiseRejectedResult).reason;
   }
 
   const postgres = pgResult.value;

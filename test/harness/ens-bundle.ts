@@ -7,7 +7,10 @@ import type { Teardown } from './service.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export type EnsRun = (args: string[], env: Record<string, string>) => Promise<{ code: number | null; stdout: string; stderr: string }>;
+export type EnsRun = (
+  args: string[],
+  env: Record<string, string>,
+) => Promise<{ code: number | null; stdout: string; stderr: string }>;
 
 /**
  * The `ens` command bundled from the current source with esbuild, for tests that run it many
@@ -37,16 +40,27 @@ export async function bundleEns(t: Teardown): Promise<EnsRun> {
     // Dependencies are inlined too: loading one file is what makes the start cheap. pg-native is
     // pg's optional native driver, never installed; `require` serves the CommonJS dependencies.
     external: ['pg-native'],
-    banner: { js: "import { createRequire as ensCreateRequire } from 'node:module'; const require = ensCreateRequire(import.meta.url);" },
+    banner: {
+      js:
+        "import { createRequire as ensCreateRequire } from 'node:module'; const require = " +
+        'ensCreateRequire(import.meta.url);',
+    },
     logLevel: 'warning',
   });
   const outfile = path.join(dir, 'ens.mjs');
   // migrate() reads the SQL files beside the code that runs it (every chunk is in `dir`).
-  for (const sql of ['migrations', 'functions']) await cp(path.join(root, 'packages/core/src/db', sql), path.join(dir, sql), { recursive: true });
+  for (const sql of ['migrations', 'functions'])
+    await cp(path.join(root, 'packages/core/src/db', sql), path.join(dir, sql), {
+      recursive: true,
+    });
 
   return (args, env) =>
     new Promise((resolve) => {
-      const child = spawn(process.execPath, [outfile, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [outfile, ...args], {
+        cwd: root,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -55,9 +69,13 @@ export async function bundleEns(t: Teardown): Promise<EnsRun> {
     });
 }
 
-/** Runs `ens …` with `env`; `json` is stdout parsed when it is one JSON document, else undefined. */
+/**
+ * Runs `ens …` with `env`; `json` is stdout parsed when it is one JSON document, else undefined.
+ */
 export function ensJson(run: EnsRun, env: Record<string, string>) {
-  return async (args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; json: any }> => {
+  return async (
+    args: string[],
+  ): Promise<{ code: number | null; stdout: string; stderr: string; json: any }> => {
     const r = await run(args, env);
     let json: any;
     try {

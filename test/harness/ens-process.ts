@@ -13,14 +13,23 @@ export interface EnsProcess {
 }
 
 /** Runs the `ens` command from source (as `npx ens` would after a build) with the given env. */
-export function spawnEns(args: string[], env: Record<string, string>, opts: { detached?: boolean } = {}): EnsProcess {
-  const child = spawn(process.execPath, ['--conditions=ens-source', '--import=tsx', path.join(root, 'apps/ens/src/main.ts'), ...args], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // A process group of its own: a test can signal it as a terminal's Ctrl-C does (kill -INT -pgid).
-    detached: opts.detached ?? false,
-  });
+export function spawnEns(
+  args: string[],
+  env: Record<string, string>,
+  opts: { detached?: boolean } = {},
+): EnsProcess {
+  const child = spawn(
+    process.execPath,
+    ['--conditions=ens-source', '--import=tsx', path.join(root, 'apps/ens/src/main.ts'), ...args],
+    {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // A process group of its own: a test can signal it as a terminal's Ctrl-C does (kill -INT
+      // -pgid).
+      detached: opts.detached ?? false,
+    },
+  );
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -37,13 +46,20 @@ export function spawnEns(args: string[], env: Record<string, string>, opts: { de
 }
 
 /** Runs `ens …` to completion; resolves with exit code, stdout and stderr. */
-export function runEns(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runEns(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--conditions=ens-source', '--import=tsx', path.join(root, 'apps/ens/src/main.ts'), ...args], {
-      cwd: root,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--conditions=ens-source', '--import=tsx', path.join(root, 'apps/ens/src/main.ts'), ...args],
+      {
+        cwd: root,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -1,5 +1,11 @@
 import { connect } from '@nats-io/transport-node';
-import { sandboxPhones, smsHandoff, uniqueKey, type TestClient, type TestService } from './service.ts';
+import {
+  sandboxPhones,
+  smsHandoff,
+  uniqueKey,
+  type TestClient,
+  type TestService,
+} from './service.ts';
 
 /*
  * What the NATS leader-change fault tests share: a steady trickle of sms handoffs, a sampler of
@@ -8,7 +14,10 @@ import { sandboxPhones, smsHandoff, uniqueKey, type TestClient, type TestService
  */
 
 export interface Trickle {
-  /** Stops sending and waits for the handoffs in flight; resolves with the answers counted by status. */
+  /**
+   * Stops sending and waits for the handoffs in flight; resolves with the answers counted by
+   * status.
+   */
   stop(): Promise<Map<number, number>>;
 }
 
@@ -16,7 +25,12 @@ export interface Trickle {
  * Sends one sms handoff of `recipients` every `everyMs` until stopped. More than BULK_WAKEUPS
  * recipients go to the channel's bulk lane, fewer to its first lane.
  */
-export function startTrickle(svc: TestService, client: TestClient, tenant: string, opts: { everyMs: number; recipients: number; from: number }): Trickle {
+export function startTrickle(
+  svc: TestService,
+  client: TestClient,
+  tenant: string,
+  opts: { everyMs: number; recipients: number; from: number },
+): Trickle {
   const statuses = new Map<number, number>();
   let running = true;
   let next = opts.from;
@@ -25,9 +39,13 @@ export function startTrickle(svc: TestService, client: TestClient, tenant: strin
       const started = Date.now();
       const recipients = sandboxPhones(opts.recipients, next);
       next += opts.recipients * 2;
-      const r = await svc.send(client, smsHandoff(tenant, recipients), uniqueKey('trickle')).catch(() => ({ status: 0 }));
+      const r = await svc
+        .send(client, smsHandoff(tenant, recipients), uniqueKey('trickle'))
+        .catch(() => ({ status: 0 }));
       statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
-      await new Promise((res) => setTimeout(res, Math.max(0, opts.everyMs - (Date.now() - started))));
+      await new Promise((res) =>
+        setTimeout(res, Math.max(0, opts.everyMs - (Date.now() - started))),
+      );
     }
   })();
   return {
@@ -49,13 +67,19 @@ export interface HealthSample {
 }
 
 /** Polls /readyz and /metrics every `everyMs` until stopped. */
-export function sampleHealth(svc: TestService, everyMs = 250): { samples: HealthSample[]; stop(): Promise<void> } {
+export function sampleHealth(
+  svc: TestService,
+  everyMs = 250,
+): { samples: HealthSample[]; stop(): Promise<void> } {
   const samples: HealthSample[] = [];
   let running = true;
   const loop = (async () => {
     while (running) {
       const at = Date.now();
-      const [ready, metrics] = await Promise.all([svc.request('GET', '/readyz'), svc.request('GET', '/metrics')]).catch(() => [null, null]);
+      const [ready, metrics] = await Promise.all([
+        svc.request('GET', '/readyz'),
+        svc.request('GET', '/metrics'),
+      ]).catch(() => [null, null]);
       if (ready && metrics) {
         const checks: Record<string, string> = ready.body?.checks ?? {};
         const up: Record<string, number> = {};
@@ -63,7 +87,14 @@ export function sampleHealth(svc: TestService, everyMs = 250): { samples: Health
           const m = /^ens_consumer_up\{.*consumer="([^"]+)".*\} (\d+)/.exec(line);
           if (m) up[m[1]!] = Number(m[2]);
         }
-        samples.push({ at, readyz: ready.status, notConsuming: Object.keys(checks).filter((k) => k.startsWith('loop ')).map((k) => k.slice(5)), up });
+        samples.push({
+          at,
+          readyz: ready.status,
+          notConsuming: Object.keys(checks)
+            .filter((k) => k.startsWith('loop '))
+            .map((k) => k.slice(5)),
+          up,
+        });
       }
       await new Promise((res) => setTimeout(res, Math.max(0, everyMs - (Date.now() - at))));
     }
@@ -89,8 +120,17 @@ export interface Gap {
  * The delivery accepted at or after `since` that waited longest for its first attempt (a delivery
  * not yet tried counts until now); with `recipients`, only among handoffs of that many.
  */
-export async function worstFirstAttemptGap(svc: TestService, since: number, recipients?: number): Promise<Gap | null> {
-  const { rows } = await svc.rt.db.query<{ id: string; recipients: string; created: string; first: string }>(
+export async function worstFirstAttemptGap(
+  svc: TestService,
+  since: number,
+  recipients?: number,
+): Promise<Gap | null> {
+  const { rows } = await svc.rt.db.query<{
+    id: string;
+    recipients: string;
+    created: string;
+    first: string;
+  }>(
     `SELECT id, recipients, created, first FROM (
        SELECT d.id, (SELECT count(*) FROM deliveries o WHERE o.handoff_id = d.handoff_id) AS recipients,
               extract(epoch FROM d.created_at) * 1000 AS created,
@@ -107,24 +147,49 @@ export async function worstFirstAttemptGap(svc: TestService, since: number, reci
   if (!r) return null;
   const createdAt = Number(r.created);
   const firstAttemptAt = Number(r.first);
-  return { id: r.id, recipients: Number(r.recipients), createdAt, firstAttemptAt, gapMs: Math.round(firstAttemptAt - createdAt) };
+  return {
+    id: r.id,
+    recipients: Number(r.recipients),
+    createdAt,
+    firstAttemptAt,
+    gapMs: Math.round(firstAttemptAt - createdAt),
+  };
 }
 
 /**
  * Whether an operator could have seen the wait of `gap`: a sample taken while it waited in which
  * /readyz answered 503 naming one of `consumers`, or ens_consumer_up was 0 for one of them.
  */
-export function stallSeen(samples: readonly HealthSample[], gap: Gap, consumers: readonly string[]): HealthSample | undefined {
+export function stallSeen(
+  samples: readonly HealthSample[],
+  gap: Gap,
+  consumers: readonly string[],
+): HealthSample | undefined {
   return samples.find(
-    (s) => s.at >= gap.createdAt && s.at <= gap.firstAttemptAt && consumers.some((c) => (s.readyz === 503 && s.notConsuming.some((n) => n.endsWith(`/${c}`))) || s.up[c] === 0),
+    (s) =>
+      s.at >= gap.createdAt &&
+      s.at <= gap.firstAttemptAt &&
+      consumers.some(
+        (c) =>
+          (s.readyz === 503 && s.notConsuming.some((n) => n.endsWith(`/${c}`))) || s.up[c] === 0,
+      ),
   );
 }
 
-/** Asks JetStream to move the leader of a consumer (nothing is killed); resolves with the server's answer. */
-export async function stepDownConsumer(url: string, stream: string, consumer: string): Promise<unknown> {
+/**
+ * Asks JetStream to move the leader of a consumer (nothing is killed); resolves with the server's
+ * answer.
+ */
+export async function stepDownConsumer(
+  url: string,
+  stream: string,
+  consumer: string,
+): Promise<unknown> {
   const nc = await connect({ servers: url.split(',') });
   try {
-    const r = await nc.request(`$JS.API.CONSUMER.LEADER.STEPDOWN.${stream}.${consumer}`, '', { timeout: 5_000 });
+    const r = await nc.request(`$JS.API.CONSUMER.LEADER.STEPDOWN.${stream}.${consumer}`, '', {
+      timeout: 5_000,
+    });
     return r.json();
   } finally {
     await nc.close();
@@ -132,10 +197,16 @@ export async function stepDownConsumer(url: string, stream: string, consumer: st
 }
 
 /** The name of the node that leads a consumer now. */
-export async function consumerLeader(url: string, stream: string, consumer: string): Promise<string | undefined> {
+export async function consumerLeader(
+  url: string,
+  stream: string,
+  consumer: string,
+): Promise<string | undefined> {
   const nc = await connect({ servers: url.split(',') });
   try {
-    const r = await nc.request(`$JS.API.CONSUMER.INFO.${stream}.${consumer}`, '', { timeout: 5_000 });
+    const r = await nc.request(`$JS.API.CONSUMER.INFO.${stream}.${consumer}`, '', {
+      timeout: 5_000,
+    });
     return (r.json() as { cluster?: { leader?: string } }).cluster?.leader;
   } finally {
     await nc.close();
@@ -147,17 +218,34 @@ export async function consumerLeader(url: string, stream: string, consumer: stri
  * resolves with the time (ms since the epoch) the last of them did: when JetStream could take and
  * hand out work again, whatever ENS does.
  */
-export async function leadersAgain(url: string, lost: string, stream: string, consumers: readonly string[], timeoutMs = 30_000): Promise<number> {
-  const nc = await connect({ servers: url.split(','), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+export async function leadersAgain(
+  url: string,
+  lost: string,
+  stream: string,
+  consumers: readonly string[],
+  timeoutMs = 30_000,
+): Promise<number> {
+  const nc = await connect({
+    servers: url.split(','),
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 100,
+  });
   const until = Date.now() + timeoutMs;
   try {
-    const subjects = [`$JS.API.STREAM.INFO.${stream}`, ...consumers.map((c) => `$JS.API.CONSUMER.INFO.${stream}.${c}`)];
+    const subjects = [
+      `$JS.API.STREAM.INFO.${stream}`,
+      ...consumers.map((c) => `$JS.API.CONSUMER.INFO.${stream}.${c}`),
+    ];
     let last = 0;
     for (const subject of subjects) {
       for (;;) {
-        const leader = await nc.request(subject, '', { timeout: 500 }).then((m) => (m.json() as { cluster?: { leader?: string } }).cluster?.leader, () => undefined);
+        const leader = await nc.request(subject, '', { timeout: 500 }).then(
+          (m) => (m.json() as { cluster?: { leader?: string } }).cluster?.leader,
+          () => undefined,
+        );
         if (leader && leader !== lost) break;
-        if (Date.now() > until) throw new Error(`no leader other than ${lost} for ${subject} after ${timeoutMs} ms`);
+        if (Date.now() > until)
+          throw new Error(`no leader other than ${lost} for ${subject} after ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 100));
       }
       last = Date.now();

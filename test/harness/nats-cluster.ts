@@ -15,6 +15,11 @@ export interface NatsCluster {
   /** The node that leads `stream` now. */
   leaderOf(stream: string): Promise<NatsHandle>;
   /**
+   * The client connections node i (from 0) holds now whose name is `name` (ENS names its
+   * connections `ens`), read from its monitoring port; null when the node does not answer.
+   */
+  connectionsOn(i: number, name: string): Promise<number | null>;
+  /**
    * Waits until JetStream has a meta leader and every stream and consumer has a leader and all its
    * replicas current (a node that came back has caught up); resolves with the milliseconds it took.
    * Rejects after `timeoutMs` naming what was still behind.
@@ -28,15 +33,22 @@ export interface NatsCluster {
  * port, route port and store directory, routes to every other. Resolves once JetStream has a
  * meta leader and every node has joined it, so streams can be declared at once.
  */
-export async function startNatsCluster(t: { teardown(fn: () => unknown): void }, size = 3): Promise<NatsCluster> {
+export async function startNatsCluster(
+  t: { teardown(fn: () => unknown): void },
+  size = 3,
+): Promise<NatsCluster> {
   const dir = await mkdtemp(join(await scratchRoot(), 'ens-nats-cluster-'));
   const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
-  const onLog = process.env.ENS_ENGINE_LOGS ? (line: string) => process.stderr.write(`[nats] ${line}\n`) : undefined;
+  const monitorPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const onLog = process.env.ENS_ENGINE_LOGS
+    ? (line: string) => process.stderr.write(`[nats] ${line}\n`)
+    : undefined;
   const nodes = await Promise.all(
     routePorts.map((routePort, i) =>
       startNats({
         storeDir: join(dir, `n${i + 1}`),
         cluster: { name: 'ens-test', serverName: `n${i + 1}`, routePort, routePorts },
+        monitorPort: monitorPorts[i]!,
         ...(onLog ? { onLog } : {}),
       }),
     ),
@@ -50,13 +62,27 @@ export async function startNatsCluster(t: { teardown(fn: () => unknown): void },
   const nc = await connect({ servers: nodes.map((n) => n.url) });
   try {
     const jsm = await jetstreamManager(nc, { checkAPI: false });
-    await waitFor(async () => jsm.getAccountInfo().then(() => true, () => false), 30_000, 'the JetStream meta leader');
+    await waitFor(
+      async () =>
+        jsm.getAccountInfo().then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+      'the JetStream meta leader',
+    );
     // A meta leader can answer before every node has joined it; a stream on all of them can then be
     // refused (CI saw ENS's first stream declaration fail so). A probe stream on every node proves
     // they all have.
     const probe = `ENS_TEST_PROBE_${process.pid}`;
     await waitFor(
-      async () => jsm.streams.add({ name: probe, subjects: [`ens.test.probe.${process.pid}`], num_replicas: size }).then(() => true, () => false),
+      async () =>
+        jsm.streams
+          .add({ name: probe, subjects: [`ens.test.probe.${process.pid}`], num_replicas: size })
+          .then(
+            () => true,
+            () => false,
+          ),
       30_000,
       `a stream on all ${size} nodes`,
     );
@@ -73,7 +99,15 @@ export async function startNatsCluster(t: { teardown(fn: () => unknown): void },
       try {
         // Right after a node came back the cluster may still be electing: ask until it answers.
         const jsm = await jetstreamManager(c, { checkAPI: false });
-        const info = await waitFor(async () => jsm.streams.info(stream).then((i) => (i.cluster?.leader ? i : undefined), () => undefined), 30_000, `a leader for ${stream}`);
+        const info = await waitFor(
+          async () =>
+            jsm.streams.info(stream).then(
+              (i) => (i.cluster?.leader ? i : undefined),
+              () => undefined,
+            ),
+          30_000,
+          `a leader for ${stream}`,
+        );
         const name = info.cluster?.leader;
         const index = Number(name?.replace(/^n/, '')) - 1;
         const node = nodes[index];
@@ -83,15 +117,29 @@ export async function startNatsCluster(t: { teardown(fn: () => unknown): void },
         await c.close();
       }
     },
+    async connectionsOn(i, name) {
+      try {
+        const r = await fetch(`http://127.0.0.1:${monitorPorts[i]}/connz?limit=10000`, {
+          signal: AbortSignal.timeout(2_000),
+        });
+        const body = (await r.json()) as { connections?: { name?: string }[] };
+        return (body.connections ?? []).filter((c) => c.name === name).length;
+      } catch {
+        return null;
+      }
+    },
     async caughtUp(timeoutMs) {
       const started = Date.now();
       const c = await connect({ servers: nodes.map((n) => n.url), maxReconnectAttempts: -1 });
       try {
         const jsm = await jetstreamManager(c, { checkAPI: false });
         for (;;) {
-          const behind = await lagging(jsm).catch((err: unknown) => `JetStream (${(err as Error).message})`);
+          const behind = await lagging(jsm).catch(
+            (err: unknown) => `JetStream (${(err as Error).message})`,
+          );
           if (!behind) return Date.now() - started;
-          if (Date.now() - started > timeoutMs) throw new Error(`the NATS cluster has not caught up after ${timeoutMs} ms: ${behind}`);
+          if (Date.now() - started > timeoutMs)
+            throw new Error(`the NATS cluster has not caught up after ${timeoutMs} ms: ${behind}`);
           await new Promise((r) => setTimeout(r, 250));
         }
       } finally {
@@ -102,7 +150,9 @@ export async function startNatsCluster(t: { teardown(fn: () => unknown): void },
   };
 }
 
-type ClusterInfo = { leader?: string; replicas?: { name: string; current: boolean; offline?: boolean }[] } | undefined;
+type ClusterInfo =
+  | { leader?: string; replicas?: { name: string; current: boolean; offline?: boolean }[] }
+  | undefined;
 
 /** What is not caught up in one group's cluster info, or '' when it is. */
 function groupBehind(what: string, cluster: ClusterInfo): string {

@@ -36,7 +36,12 @@ export interface TestAccount {
 }
 
 export const DEFAULT_ACCOUNTS: readonly TestAccount[] = [
-  { sub: 'u-7f3a-ada', email: 'ada@example.com', name: 'Ada Lovelace', groups: ['ens-superusers', 'engineering'] },
+  {
+    sub: 'u-7f3a-ada',
+    email: 'ada@example.com',
+    name: 'Ada Lovelace',
+    groups: ['ens-superusers', 'engineering'],
+  },
   { sub: 'u-91c2-bob', email: 'bob@example.com', name: 'Bob Baker', groups: [] },
   { sub: 'u-5d0e-carol', email: 'carol@example.com', name: 'Carol Chen', groups: ['support'] },
 ];
@@ -63,14 +68,20 @@ export interface TestIdp {
 
 export async function startTestIdp(
   t: Teardown,
-  opts: { ensPublicUrl: string; accounts?: readonly TestAccount[]; clientId?: string; clientSecret?: string },
+  opts: {
+    ensPublicUrl: string;
+    accounts?: readonly TestAccount[];
+    clientId?: string;
+    clientSecret?: string;
+  },
 ): Promise<TestIdp> {
   const accounts = opts.accounts ?? DEFAULT_ACCOUNTS;
   const clientId = opts.clientId ?? 'ens-console';
   const clientSecret = opts.clientSecret ?? randomBytes(24).toString('base64url');
 
   // Listen first: the issuer identifier must name the port before the provider is built.
-  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end();
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) =>
+    res.writeHead(503).end();
   const authorizationRequests: URL[] = [];
   const server = createServer((req, res) => {
     if (req.method === 'GET' && req.url !== undefined && /^\/auth(\?|$)/.test(req.url)) {
@@ -79,13 +90,18 @@ export async function startTestIdp(
     handler(req, res);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => {
-    server.closeAllConnections();
-    server.close(() => r());
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const signingKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
+  const signingKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
+    format: 'jwk',
+  });
   const bySub = new Map(accounts.map((a) => [a.sub, a]));
 
   const provider = new Provider(issuer, {
@@ -104,7 +120,11 @@ export async function startTestIdp(
       keys: [randomBytes(32).toString('base64url')],
       // ENS and this IdP share the host 127.0.0.1 and cookies ignore ports: distinct names keep
       // the two sets of cookies from overwriting each other.
-      names: { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume' },
+      names: {
+        session: 'idp_session',
+        interaction: 'idp_interaction',
+        resume: 'idp_interaction_resume',
+      },
     },
     pkce: { required: () => true },
     claims: {
@@ -115,7 +135,14 @@ export async function startTestIdp(
     },
     conformIdTokenClaims: false,
     // Explicit lifetimes (seconds); the library prints a notice on stdout for each default it uses.
-    ttl: { AccessToken: 600, AuthorizationCode: 60, Grant: 3600, IdToken: 600, Interaction: 600, Session: 3600 },
+    ttl: {
+      AccessToken: 600,
+      AuthorizationCode: 60,
+      Grant: 3600,
+      IdToken: 600,
+      Interaction: 600,
+      Session: 3600,
+    },
     features: { devInteractions: { enabled: true } },
     async findAccount(_ctx: unknown, sub: string) {
       const account = bySub.get(sub);
@@ -123,7 +150,13 @@ export async function startTestIdp(
       return {
         accountId: sub,
         async claims() {
-          return { sub, email: account.email, email_verified: true, name: account.name, groups: account.groups };
+          return {
+            sub,
+            email: account.email,
+            email_verified: true,
+            name: account.name,
+            groups: account.groups,
+          };
         },
       };
     },
@@ -155,17 +188,29 @@ export async function startTestIdp(
     issuer,
     clientId,
     clientSecret,
-    env: { ENS_OPS_ISSUER: issuer, ENS_OPS_CLIENT_ID: clientId, ENS_OPS_CLIENT_SECRET: clientSecret },
+    env: {
+      ENS_OPS_ISSUER: issuer,
+      ENS_OPS_CLIENT_ID: clientId,
+      ENS_OPS_CLIENT_SECRET: clientSecret,
+    },
     accounts,
     authorizationRequests,
     tokensIssued: () => issued,
     async signIn(page, email) {
       const account = accountByEmail(email);
       const atIdp = (u: URL) => u.origin === issuer;
-      await page.waitForURL((u) => atIdp(u) && u.pathname.startsWith('/interaction/'), { timeout: 10_000 }).catch(async () => {
-        const body = (await page.locator('body').textContent().catch(() => '')) ?? '';
-        throw new Error(`signIn(${email}): the browser never reached the IdP's login page; it is at ${page.url()} showing: ${body.replace(/\s+/g, ' ').trim().slice(0, 300)}`);
-      });
+      await page
+        .waitForURL((u) => atIdp(u) && u.pathname.startsWith('/interaction/'), { timeout: 10_000 })
+        .catch(async () => {
+          const body =
+            (await page
+              .locator('body')
+              .textContent()
+              .catch(() => '')) ?? '';
+          throw new Error(
+            `signIn(${email}): the browser never reached the IdP's login page; it is at ${page.url()} showing: ${body.replace(/\s+/g, ' ').trim().slice(0, 300)}`,
+          );
+        });
       await page.locator('input[name="login"]').fill(account.sub);
       await page.locator('input[name="password"]').fill('any password will do');
       await Promise.all([

@@ -1,20 +1,57 @@
 import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import protobuf from 'protobufjs';
 import type { Teardown } from './service.ts';
 
 /*
- * The official OTLP protobuf definitions (opentelemetry-proto), as the protobufjs static module that
- * @opentelemetry/otlp-transformer generated from them (the trace definitions up to 0.216; installed as the dev
- * dependency `otlp-proto-root`, pinned: later releases encode by hand and ship none).
+ * The OTLP trace request's protobuf schema, as protobufjs reflection: the fields this receiver
+ * reads, with the names and numbers of opentelemetry-proto (collector/trace/v1, trace/v1,
+ * common/v1, resource/v1). Written from the specification rather than taken from the exporter's
+ * package, so a wrong encoding in the exporter under test cannot be hidden by decoding with its
+ * own tables (and no second, older OpenTelemetry tree is installed only for its generated code).
+ * Unknown fields (events, links, timestamps, arrays) are skipped by protobufjs.
  */
-const require = createRequire(import.meta.url);
-const root = require('otlp-proto-root/build/src/generated/root.js') as ProtoRoot;
-const ExportTraceServiceRequest = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+const schema = protobuf.Root.fromJSON({
+  nested: {
+    AnyValue: {
+      oneofs: { value: { oneof: ['stringValue', 'boolValue', 'intValue', 'doubleValue'] } },
+      fields: {
+        stringValue: { type: 'string', id: 1 },
+        boolValue: { type: 'bool', id: 2 },
+        intValue: { type: 'int64', id: 3 },
+        doubleValue: { type: 'double', id: 4 },
+      },
+    },
+    KeyValue: {
+      fields: { key: { type: 'string', id: 1 }, value: { type: 'AnyValue', id: 2 } },
+    },
+    Resource: { fields: { attributes: { rule: 'repeated', type: 'KeyValue', id: 1 } } },
+    Status: { fields: { message: { type: 'string', id: 2 }, code: { type: 'int32', id: 3 } } },
+    Span: {
+      fields: {
+        traceId: { type: 'bytes', id: 1 },
+        spanId: { type: 'bytes', id: 2 },
+        parentSpanId: { type: 'bytes', id: 4 },
+        name: { type: 'string', id: 5 },
+        kind: { type: 'int32', id: 6 },
+        attributes: { rule: 'repeated', type: 'KeyValue', id: 9 },
+        status: { type: 'Status', id: 15 },
+      },
+    },
+    ScopeSpans: { fields: { spans: { rule: 'repeated', type: 'Span', id: 2 } } },
+    ResourceSpans: {
+      fields: {
+        resource: { type: 'Resource', id: 1 },
+        scopeSpans: { rule: 'repeated', type: 'ScopeSpans', id: 2 },
+      },
+    },
+    ExportTraceServiceRequest: {
+      fields: { resourceSpans: { rule: 'repeated', type: 'ResourceSpans', id: 1 } },
+    },
+  },
+});
+const ExportTraceServiceRequest = schema.lookupType('ExportTraceServiceRequest');
 
-interface ProtoRoot {
-  opentelemetry: { proto: { collector: { trace: { v1: { ExportTraceServiceRequest: { decode(b: Uint8Array): unknown; toObject(m: unknown, o: object): RawRequest } } } } } };
-}
 interface RawValue {
   stringValue?: string;
   intValue?: string;
@@ -35,7 +72,10 @@ interface RawSpan {
   status?: { code?: number; message?: string };
 }
 interface RawRequest {
-  resourceSpans?: { resource?: { attributes?: RawKeyValue[] }; scopeSpans?: { spans?: RawSpan[] }[] }[];
+  resourceSpans?: {
+    resource?: { attributes?: RawKeyValue[] };
+    scopeSpans?: { spans?: RawSpan[] }[];
+  }[];
 }
 
 /** A span as it arrived, ids in lower-case hex. */
@@ -61,14 +101,22 @@ function attributes(list: RawKeyValue[] | undefined): Record<string, string | nu
   const out: Record<string, string | number | boolean> = {};
   for (const kv of list ?? []) {
     const v = kv.value ?? {};
-    out[kv.key] = v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.boolValue ?? v.doubleValue ?? '';
+    out[kv.key] =
+      v.stringValue ??
+      (v.intValue !== undefined ? Number(v.intValue) : undefined) ??
+      v.boolValue ??
+      v.doubleValue ??
+      '';
   }
   return out;
 }
 
 /** Decodes one OTLP/HTTP protobuf trace export into its spans. */
 export function decodeTraceExport(body: Uint8Array): ReceivedSpan[] {
-  const req = ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(body), { longs: String, defaults: false });
+  const req = ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(body), {
+    longs: String,
+    defaults: false,
+  }) as RawRequest;
   const spans: ReceivedSpan[] = [];
   for (const rs of req.resourceSpans ?? []) {
     const resource = attributes(rs.resource?.attributes);
@@ -103,7 +151,10 @@ export interface OtlpReceiver {
  * in protobuf, as a collector does, and keeps the decoded spans. Anything else is a 404 (and is
  * recorded, so a test sees a request it did not expect).
  */
-export async function startOtlpReceiver(t: Teardown, opts: { port?: number } = {}): Promise<OtlpReceiver> {
+export async function startOtlpReceiver(
+  t: Teardown,
+  opts: { port?: number } = {},
+): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const requests: OtlpReceiver['requests'] = [];
   const server = createServer((req, res) => {
@@ -112,7 +163,11 @@ export async function startOtlpReceiver(t: Teardown, opts: { port?: number } = {
     req.on('end', () => {
       const contentType = req.headers['content-type'] ?? '';
       requests.push({ path: req.url ?? '', contentType });
-      if (req.method !== 'POST' || req.url !== '/v1/traces' || contentType !== 'application/x-protobuf') {
+      if (
+        req.method !== 'POST' ||
+        req.url !== '/v1/traces' ||
+        contentType !== 'application/x-protobuf'
+      ) {
         res.writeHead(404).end();
         return;
       }

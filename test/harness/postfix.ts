@@ -9,8 +9,8 @@ import { SmtpTalk } from './smtp-talk.ts';
  * Debian's Postfix as a real relay for tests, in an instance of its own: its own configuration
  * directory, queue and log under a temporary directory, `postfix -c DIR start-fg`, listening on a
  * loopback port. It takes mail for `localDomain` and delivers it locally, so an unknown user there
- * is refused by local(8) after the message was taken, and Postfix writes its own RFC 3464 DSN to the
- * envelope sender; mail for each of `routes` goes to a loopback port (ENS's inbound role). For
+ * is refused by local(8) after the message was taken, and Postfix writes its own RFC 3464 DSN to
+ * the envelope sender; mail for each of `routes` goes to a loopback port (ENS's inbound role). For
  * `strictDomain` it refuses every recipient at RCPT TO (550 5.1.1 "User unknown in virtual mailbox
  * table"). The machine's own Postfix (/etc/postfix) is neither started nor changed: running as
  * root, `postfix -c` takes a configuration directory without it being listed in
@@ -43,8 +43,10 @@ const POSTFIX = '/usr/sbin/postfix';
 
 /** Why Postfix cannot run here, or null when it can. */
 export function postfixUnavailable(): string | null {
-  if (!existsSync(POSTFIX)) return `Postfix is not installed (${POSTFIX} missing; .ci/run installs it: apt-get install postfix)`;
-  if (userInfo().uid !== 0) return 'Postfix\'s master must start as root, and this test does not run as root';
+  if (!existsSync(POSTFIX))
+    return `Postfix is not installed (${POSTFIX} missing; .ci/run installs it: apt-get install postfix)`;
+  if (userInfo().uid !== 0)
+    return "Postfix's master must start as root, and this test does not run as root";
   const id = spawnSync('id', ['-u', 'postfix'], { encoding: 'utf8' });
   if (id.status !== 0) return 'there is no postfix user (the Debian package creates it)';
   return null;
@@ -66,67 +68,75 @@ export async function startPostfix(o: PostfixOptions): Promise<Postfix | string>
   const uid = Number(spawnSync('id', ['-u', 'postfix'], { encoding: 'utf8' }).stdout.trim());
   const gid = Number(spawnSync('id', ['-g', 'postfix'], { encoding: 'utf8' }).stdout.trim());
   await chown(data, uid, gid);
-  const routes = Object.entries(o.routes).map(([domain, port]) => `${domain}=smtp:[127.0.0.1]:${port}`).join(' ');
-  await writeFile(path.join(conf, 'main.cf'), [
-    'compatibility_level = 3.6',
-    `queue_directory = ${queue}`,
-    `data_directory = ${data}`,
-    `maillog_file_prefixes = ${root}`,
-    `maillog_file = ${maillog}`,
-    'myhostname = relay.ens-test.invalid',
-    'mydomain = ens-test.invalid',
-    'myorigin = $myhostname',
-    'append_dot_mydomain = no',
-    'smtpd_banner = $myhostname ESMTP',
-    'biff = no',
-    'inet_interfaces = 127.0.0.1',
-    'inet_protocols = ipv4',
-    'mynetworks = 127.0.0.0/8',
-    'smtpd_relay_restrictions = permit_mynetworks, reject',
-    `mydestination = ${o.localDomain}`,
-    // Empty: smtpd takes any local recipient, and local(8) bounces the unknown ones afterwards.
-    'local_recipient_maps =',
-    'alias_maps =',
-    'alias_database =',
-    `virtual_mailbox_domains = ${o.strictDomain}`,
-    `virtual_mailbox_maps = inline:{ {keeper@${o.strictDomain}=keeper/} }`,
-    `transport_maps = inline:{ ${routes} }`,
-    'smtp_dns_support_level = disabled',
-    'smtp_host_lookup = native',
-    `smtp_tls_security_level = ${o.tlsToRoutes ? 'may' : 'none'}`,
-    'smtp_tls_loglevel = 1',
-    'smtpd_tls_security_level = none',
-    'queue_run_delay = 1s',
-    'minimal_backoff_time = 1s',
-    'maximal_backoff_time = 2s',
-    '',
-  ].join('\n'));
-  await writeFile(path.join(conf, 'master.cf'), [
-    `127.0.0.1:${o.port} inet n - n - - smtpd`,
-    'pickup unix n - n 60 1 pickup',
-    'cleanup unix n - n - 0 cleanup',
-    'qmgr unix n - n 300 1 qmgr',
-    'tlsmgr unix - - n 1000? 1 tlsmgr',
-    'rewrite unix - - n - - trivial-rewrite',
-    'bounce unix - - n - 0 bounce',
-    'defer unix - - n - 0 bounce',
-    'trace unix - - n - 0 bounce',
-    'verify unix - - n - 1 verify',
-    'flush unix n - n 1000? 0 flush',
-    'proxymap unix - - n - - proxymap',
-    'smtp unix - - n - - smtp',
-    'relay unix - - n - - smtp',
-    'showq unix n - n - - showq',
-    'error unix - - n - - error',
-    'retry unix - - n - - error',
-    'discard unix - - n - - discard',
-    'local unix - n n - - local',
-    'virtual unix - n n - - virtual',
-    'anvil unix - - n - 1 anvil',
-    'scache unix - - n - 1 scache',
-    'postlog unix-dgram n - n - 1 postlogd',
-    '',
-  ].join('\n'));
+  const routes = Object.entries(o.routes)
+    .map(([domain, port]) => `${domain}=smtp:[127.0.0.1]:${port}`)
+    .join(' ');
+  await writeFile(
+    path.join(conf, 'main.cf'),
+    [
+      'compatibility_level = 3.6',
+      `queue_directory = ${queue}`,
+      `data_directory = ${data}`,
+      `maillog_file_prefixes = ${root}`,
+      `maillog_file = ${maillog}`,
+      'myhostname = relay.ens-test.invalid',
+      'mydomain = ens-test.invalid',
+      'myorigin = $myhostname',
+      'append_dot_mydomain = no',
+      'smtpd_banner = $myhostname ESMTP',
+      'biff = no',
+      'inet_interfaces = 127.0.0.1',
+      'inet_protocols = ipv4',
+      'mynetworks = 127.0.0.0/8',
+      'smtpd_relay_restrictions = permit_mynetworks, reject',
+      `mydestination = ${o.localDomain}`,
+      // Empty: smtpd takes any local recipient, and local(8) bounces the unknown ones afterwards.
+      'local_recipient_maps =',
+      'alias_maps =',
+      'alias_database =',
+      `virtual_mailbox_domains = ${o.strictDomain}`,
+      `virtual_mailbox_maps = inline:{ {keeper@${o.strictDomain}=keeper/} }`,
+      `transport_maps = inline:{ ${routes} }`,
+      'smtp_dns_support_level = disabled',
+      'smtp_host_lookup = native',
+      `smtp_tls_security_level = ${o.tlsToRoutes ? 'may' : 'none'}`,
+      'smtp_tls_loglevel = 1',
+      'smtpd_tls_security_level = none',
+      'queue_run_delay = 1s',
+      'minimal_backoff_time = 1s',
+      'maximal_backoff_time = 2s',
+      '',
+    ].join('\n'),
+  );
+  await writeFile(
+    path.join(conf, 'master.cf'),
+    [
+      `127.0.0.1:${o.port} inet n - n - - smtpd`,
+      'pickup unix n - n 60 1 pickup',
+      'cleanup unix n - n - 0 cleanup',
+      'qmgr unix n - n 300 1 qmgr',
+      'tlsmgr unix - - n 1000? 1 tlsmgr',
+      'rewrite unix - - n - - trivial-rewrite',
+      'bounce unix - - n - 0 bounce',
+      'defer unix - - n - 0 bounce',
+      'trace unix - - n - 0 bounce',
+      'verify unix - - n - 1 verify',
+      'flush unix n - n 1000? 0 flush',
+      'proxymap unix - - n - - proxymap',
+      'smtp unix - - n - - smtp',
+      'relay unix - - n - - smtp',
+      'showq unix n - n - - showq',
+      'error unix - - n - - error',
+      'retry unix - - n - - error',
+      'discard unix - - n - - discard',
+      'local unix - n n - - local',
+      'virtual unix - n n - - virtual',
+      'anvil unix - - n - 1 anvil',
+      'scache unix - - n - 1 scache',
+      'postlog unix-dgram n - n - 1 postlogd',
+      '',
+    ].join('\n'),
+  );
 
   const readLog = () => readFile(maillog, 'utf8').catch(() => '');
   // `check` creates the queue's directories with the owners and modes Postfix wants.
@@ -137,7 +147,9 @@ export async function startPostfix(o: PostfixOptions): Promise<Postfix | string>
     return why;
   }
   let output = '';
-  const master: ChildProcess = spawn(POSTFIX, ['-c', conf, 'start-fg'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const master: ChildProcess = spawn(POSTFIX, ['-c', conf, 'start-fg'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   master.stdout!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
   master.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
   const exited = new Promise<void>((resolve) => master.once('exit', () => resolve()));
@@ -182,7 +194,10 @@ export async function startPostfix(o: PostfixOptions): Promise<Postfix | string>
       for (;;) {
         const line = (await readLog()).split('\n').find((l) => re.test(l));
         if (line) return line;
-        if (Date.now() > deadline) throw new Error(`no Postfix log line matching ${re} within ${timeoutMs} ms:\n${(await readLog()).slice(-3000)}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `no Postfix log line matching ${re} within ${timeoutMs} ms:\n${(await readLog()).slice(-3000)}`,
+          );
         await new Promise((r) => setTimeout(r, 100));
       }
     },

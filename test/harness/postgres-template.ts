@@ -32,7 +32,8 @@ async function buildTemplate(root: string): Promise<void> {
       if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
     }
     if (await hasPgVersion(join(root, 'data'))) return;
-    // What is there is broken (say, tmp cleaning removed files): move it aside, then take its place.
+    // What is there is broken (say, tmp cleaning removed files): move it aside, then take its
+    // place.
     const trash = `${root}.trash-${process.pid}-${Date.now()}`;
     await rename(root, trash).catch(() => {});
     await rm(trash, { recursive: true, force: true });
@@ -46,10 +47,14 @@ let template: Promise<string> | undefined;
 
 async function locateOrBuild(): Promise<string> {
   const { majorVersion } = await findPostgresBinaries();
-  const root = join(await scratchRoot(), `ens-pg-template-scram-${majorVersion}-${process.getuid?.() ?? 0}`);
+  const root = join(
+    await scratchRoot(),
+    `ens-pg-template-scram-${majorVersion}-${process.getuid?.() ?? 0}`,
+  );
   const data = join(root, 'data');
   if (!(await hasPgVersion(data))) await buildTemplate(root);
-  if (!(await hasPgVersion(data))) throw new Error(`could not create the PostgreSQL template in ${root}`);
+  if (!(await hasPgVersion(data)))
+    throw new Error(`could not create the PostgreSQL template in ${root}`);
   return data;
 }
 

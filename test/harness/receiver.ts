@@ -15,7 +15,10 @@ export interface ReceivedPost {
  * A callback receiver on loopback. `statuses` scripts the answers in order (the last one repeats),
  * e.g. [500, 200] fails the first post and accepts the rest.
  */
-export async function startReceiver(t: Teardown, statuses: number[] = [200]): Promise<{ url: string; posts: ReceivedPost[] }> {
+export async function startReceiver(
+  t: Teardown,
+  statuses: number[] = [200],
+): Promise<{ url: string; posts: ReceivedPost[] }> {
   const posts: ReceivedPost[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];

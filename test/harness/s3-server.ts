@@ -100,12 +100,21 @@ const ACCESS_KEY_ID = 'S3RVER';
 const SECRET_ACCESS_KEY = 'S3RVER';
 
 /** Starts s3rver on 127.0.0.1 on a free port, in a fresh directory, with one bucket. */
-export async function startS3Server(t: Teardown, opts: S3ServerOptions = {}): Promise<TestS3Server> {
+export async function startS3Server(
+  t: Teardown,
+  opts: S3ServerOptions = {},
+): Promise<TestS3Server> {
   const bucket = opts.bucket ?? 'ens-media';
   const region = opts.region ?? 'us-east-1';
   const directory = await mkdtemp(join(tmpdir(), 'ens-s3-'));
   const S3rverClass = require('s3rver') as S3rverConstructor;
-  const server = new S3rverClass({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
+  const server = new S3rverClass({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: [{ name: bucket }],
+  });
 
   const requests: S3Request[] = [];
   const faults: S3Fault[] = [];
@@ -113,7 +122,9 @@ export async function startS3Server(t: Teardown, opts: S3ServerOptions = {}): Pr
   // s3rver's own routing and authentication.
   server.middleware.unshift(async (ctx, next) => {
     const url = ctx.req.url ?? '/';
-    ctx.res.on('finish', () => requests.push({ method: ctx.method, url, status: ctx.res.statusCode }));
+    ctx.res.on('finish', () =>
+      requests.push({ method: ctx.method, url, status: ctx.res.statusCode }),
+    );
     const fault = faults.shift() ?? checkSignature(ctx.req, region);
     if (fault) return answer(ctx, fault);
     await next();
@@ -155,7 +166,8 @@ function xml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-const AUTH = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
+const AUTH =
+  /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
 
 /**
  * Verifies a header-signed SigV4 request; undefined when it is genuine or not signed this way
@@ -165,8 +177,20 @@ function checkSignature(req: IncomingMessage, serverRegion: string): S3Fault | u
   const auth = req.headers.authorization;
   if (!auth?.startsWith('AWS4-HMAC-SHA256 ')) return undefined;
   const m = AUTH.exec(auth);
-  if (!m) return { status: 400, code: 'AuthorizationHeaderMalformed', message: 'The authorization header is malformed.' };
-  const [, accessKeyId, date, region, signedHeaders, signature] = m as unknown as [string, string, string, string, string, string];
+  if (!m)
+    return {
+      status: 400,
+      code: 'AuthorizationHeaderMalformed',
+      message: 'The authorization header is malformed.',
+    };
+  const [, accessKeyId, date, region, signedHeaders, signature] = m as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   if (accessKeyId !== ACCESS_KEY_ID) return undefined;
   if (region !== serverRegion) {
     return {
@@ -181,7 +205,9 @@ function checkSignature(req: IncomingMessage, serverRegion: string): S3Fault | u
   const mismatch: S3Fault = {
     status: 403,
     code: 'SignatureDoesNotMatch',
-    message: 'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+    message:
+      'The request signature we calculated does not match the signature you provided. Check ' +
+      'your key and signing method.',
   };
   if (!amzDate.startsWith(date) || !names.includes('host')) return mismatch;
 
@@ -195,7 +221,12 @@ function checkSignature(req: IncomingMessage, serverRegion: string): S3Fault | u
     header(req, 'x-amz-content-sha256') || 'UNSIGNED-PAYLOAD',
   ].join('\n');
   const scope = `${date}/${region}/s3/aws4_request`;
-  const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonicalRequest).digest('hex')].join('\n');
+  const stringToSign = [
+    'AWS4-HMAC-SHA256',
+    amzDate,
+    scope,
+    createHash('sha256').update(canonicalRequest).digest('hex'),
+  ].join('\n');
   let key = hmac(`AWS4${SECRET_ACCESS_KEY}`, date);
   for (const part of [region, 's3', 'aws4_request']) key = hmac(key, part);
   const expected = hmac(key, stringToSign);
@@ -227,7 +258,10 @@ function canonicalQuery(query: string): string {
 }
 
 function rfc3986(s: string): string {
-  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return encodeURIComponent(s).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
 /**
@@ -235,7 +269,10 @@ function rfc3986(s: string): string {
  * reads them), for the rest of the test; the previous values come back at teardown.
  */
 export function useS3Credentials(t: Teardown, s3: TestS3Server): void {
-  const saved = { AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY };
+  const saved = {
+    AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY,
+  };
   process.env.AWS_ACCESS_KEY_ID = s3.credentials.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = s3.credentials.secretAccessKey;
   t.teardown(() => {

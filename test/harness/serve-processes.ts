@@ -11,14 +11,30 @@ import { waitFor, type Teardown, type TestService } from './service.ts';
 // processes, spawned in its own process group, and requests that reach any of its processes.
 
 /** One request on a connection of its own, so the cluster hands it to any process. */
-export function fresh(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; text: string }> {
+export function fresh(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { ...headers, connection: 'close' }, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, text }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers: { ...headers, connection: 'close' },
+        agent: false,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -35,7 +51,10 @@ export const alive = (pid: number) => {
 export const childrenOf = (pid: number): number[] => {
   try {
     // Only the ENS processes (tsx, which runs the sources in tests, has an esbuild child too).
-    return execFileSync('pgrep', ['-P', String(pid), '-f', 'serve --roles'], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    return execFileSync('pgrep', ['-P', String(pid), '-f', 'serve --roles'], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -53,11 +72,19 @@ export function readyPids(p: EnsProcess): number[] | null {
   return null;
 }
 
-export async function startServe(t: Teardown, svc: TestService, env: Record<string, string>): Promise<{ p: EnsProcess; port: number; pids: number[] }> {
+export async function startServe(
+  t: Teardown,
+  svc: TestService,
+  env: Record<string, string>,
+): Promise<{ p: EnsProcess; port: number; pids: number[] }> {
   const port = await freePort();
   const dataDir = await mkdtemp(join(tmpdir(), 'ens-procs-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const p = spawnEns(['serve'], { ...svc.env, ENS_LOG_LEVEL: 'info', ENS_DATA_DIR: dataDir, PORT: String(port), ...env }, { detached: true });
+  const p = spawnEns(
+    ['serve'],
+    { ...svc.env, ENS_LOG_LEVEL: 'info', ENS_DATA_DIR: dataDir, PORT: String(port), ...env },
+    { detached: true },
+  );
   t.teardown(async () => {
     if (p.child.exitCode === null) {
       try {
@@ -68,14 +95,28 @@ export async function startServe(t: Teardown, svc: TestService, env: Record<stri
       await p.exited;
     }
   });
-  const pids = await waitFor(async () => readyPids(p) ?? (p.child.exitCode !== null ? Promise.reject(new Error(p.output())) : null), 60_000, 'every process ready');
+  const pids = await waitFor(
+    async () =>
+      readyPids(p) ?? (p.child.exitCode !== null ? Promise.reject(new Error(p.output())) : null),
+    60_000,
+    'every process ready',
+  );
   return { p, port, pids };
 }
 
 export async function tokenFor(port: number, svc: TestService): Promise<string> {
   const issued = await svc.rt.clients.create('procs', true);
-  const r = await fresh(port, 'POST', '/v1/oauth2/token/', { 'content-type': 'application/x-www-form-urlencoded' },
-    new URLSearchParams({ grant_type: 'client_credentials', client_id: issued.client_id, client_secret: issued.client_secret }).toString());
+  const r = await fresh(
+    port,
+    'POST',
+    '/v1/oauth2/token/',
+    { 'content-type': 'application/x-www-form-urlencoded' },
+    new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: issued.client_id,
+      client_secret: issued.client_secret,
+    }).toString(),
+  );
   if (r.status !== 200) throw new Error(`token: ${r.status} ${r.text}`);
   return (JSON.parse(r.text) as { access_token: string }).access_token;
 }

@@ -1,7 +1,14 @@
 import { freePort } from '@ens/local-engines';
 
 export { freePort };
-import { loadConfig, migrate, openRuntime, createLogger, type Config, type Runtime } from '@ens/core';
+import {
+  loadConfig,
+  migrate,
+  openRuntime,
+  createLogger,
+  type Config,
+  type Runtime,
+} from '@ens/core';
 import { startRoles, type Role, type RunningRoles } from '@ens/app/roles';
 import { startTestEngines, type TestEngines } from './engines.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -27,7 +34,11 @@ export interface TestClient {
   /** A fresh client-credentials token (cached per client). */
   token(): Promise<string>;
   /** Calls the API with this client's token. */
-  call(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string> }): Promise<ApiResponse>;
+  call(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; headers?: Record<string, string> },
+  ): Promise<ApiResponse>;
 }
 
 export interface TestService {
@@ -39,7 +50,11 @@ export interface TestService {
   /** Environment that points another `ens` process at the same engines and data dir. */
   env: Record<string, string>;
   createClient(opts?: { name?: string; callbackSecret?: boolean }): Promise<TestClient>;
-  request(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<ApiResponse>;
+  request(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; headers?: Record<string, string>; raw?: string },
+  ): Promise<ApiResponse>;
   /** Provisions a tenant for the client (201 or 200). */
   tenant(client: TestClient, tenant: string): Promise<void>;
   /** Sends a handoff; returns the response. */
@@ -69,13 +84,20 @@ export function uniqueKey(prefix = 'k'): string {
 }
 
 /** Polls fn until it returns a truthy value, or fails after timeoutMs with the last value seen. */
-export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     last = await fn();
     if (last) return last as T;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(last)}`);
+    if (Date.now() > until)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(last)}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -95,15 +117,28 @@ async function asResponse(res: Response): Promise<ApiResponse> {
  * Starts engines and the given roles in this process, with a migrated database. Everything is
  * torn down with the test.
  */
-export async function startTestService(t: Teardown, opts: { env?: Record<string, string>; roles?: Role[]; natsUrl?: string } = {}): Promise<TestService> {
+export async function startTestService(
+  t: Teardown,
+  opts: {
+    env?: Record<string, string>;
+    roles?: Role[];
+    natsUrl?: string;
+    /** Where the log lines go (stdout when unset): a test that reads what ENS logs. */
+    log?: { write(line: string): void };
+    /** The DATABASE_URL to use instead of the engines' own (a failover test adds a standby). */
+    databaseUrl?: (engines: TestEngines) => Promise<string>;
+  } = {},
+): Promise<TestService> {
   const engines = await startTestEngines(t);
-  // A caller that must know the URL before start (to give it to a provider as a webhook URL) picks the port.
+  const databaseUrl = opts.databaseUrl ? await opts.databaseUrl(engines) : engines.databaseUrl;
+  // A caller that must know the URL before start (to give it to a provider as a webhook URL) picks
+  // the port.
   const port = opts.env?.PORT !== undefined ? Number(opts.env.PORT) : await freePort();
   const dataDir = await mkdtemp(join(tmpdir(), 'ens-data-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const env: Record<string, string> = {
     ...TEST_ENV,
-    DATABASE_URL: engines.databaseUrl,
+    DATABASE_URL: databaseUrl,
     NATS_URL: opts.natsUrl ?? engines.natsUrl,
     ENS_DATA_DIR: dataDir,
     PORT: String(port),
@@ -111,9 +146,16 @@ export async function startTestService(t: Teardown, opts: { env?: Record<string,
     ...opts.env,
   };
   const config = loadConfig(env);
-  const rt = await openRuntime(config, { databaseUrl: engines.databaseUrl, natsUrl: env.NATS_URL! }, createLogger(config));
+  const rt = await openRuntime(
+    config,
+    { databaseUrl, natsUrl: env.NATS_URL! },
+    createLogger(config, opts.log),
+  );
   await migrate(rt.db);
-  const roles = await startRoles(rt, opts.roles ?? ['api', 'worker', 'callbacks', 'feed'], { port, host: '127.0.0.1' });
+  const roles = await startRoles(rt, opts.roles ?? ['api', 'worker', 'callbacks', 'feed'], {
+    port,
+    host: '127.0.0.1',
+  });
   t.teardown(async () => {
     await roles.stop();
     await rt.close();
@@ -138,9 +180,14 @@ export async function startTestService(t: Teardown, opts: { env?: Record<string,
       const res = await fetch(`${baseUrl}/v1/oauth2/token/`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: issued.client_id, client_secret: issued.client_secret }),
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: issued.client_id,
+          client_secret: issued.client_secret,
+        }),
       });
-      if (res.status !== 200) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
+      if (res.status !== 200)
+        throw new Error(`token request failed: ${res.status} ${await res.text()}`);
       cached = ((await res.json()) as { access_token: string }).access_token;
       return cached;
     };
@@ -149,7 +196,11 @@ export async function startTestService(t: Teardown, opts: { env?: Record<string,
       clientSecret: issued.client_secret,
       callbackSecret: issued.callback_secret,
       token,
-      call: async (method, path, c = {}) => request(method, path, { ...c, headers: { authorization: `Bearer ${await token()}`, ...c.headers } }),
+      call: async (method, path, c = {}) =>
+        request(method, path, {
+          ...c,
+          headers: { authorization: `Bearer ${await token()}`, ...c.headers },
+        }),
     };
   };
 
@@ -164,10 +215,14 @@ export async function startTestService(t: Teardown, opts: { env?: Record<string,
     createClient,
     async tenant(client, tenant) {
       const r = await client.call('POST', '/v2/tenants', { body: { tenant } });
-      if (r.status !== 201 && r.status !== 200) throw new Error(`tenant create failed: ${r.status} ${r.text}`);
+      if (r.status !== 201 && r.status !== 200)
+        throw new Error(`tenant create failed: ${r.status} ${r.text}`);
     },
     async send(client, handoff, key = uniqueKey()) {
-      return client.call('POST', '/v2/messages', { body: handoff, headers: { 'idempotency-key': key } });
+      return client.call('POST', '/v2/messages', {
+        body: handoff,
+        headers: { 'idempotency-key': key },
+      });
     },
     async feed(client, query = '') {
       const rows: any[] = [];
@@ -183,7 +238,10 @@ export async function startTestService(t: Teardown, opts: { env?: Record<string,
   };
 }
 
-/** n distinct numbers from `from` on, none of those the sandbox fails (…0000) or makes flaky (…1111). */
+/**
+ * n distinct numbers from `from` on, none of those the sandbox fails (…0000) or makes flaky
+ * (…1111).
+ */
 export function sandboxPhones(n: number, from: number): string[] {
   const out: string[] = [];
   for (let i = from; out.length < n; i++) {
@@ -194,7 +252,11 @@ export function sandboxPhones(n: number, from: number): string[] {
 }
 
 /** A minimal valid sms handoff for `tenant`. */
-export function smsHandoff(tenant: string, recipients: string[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function smsHandoff(
+  tenant: string,
+  recipients: string[],
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     tenant,
     event_type: 'test.event',

@@ -44,8 +44,15 @@ export class SmtpTalk {
    * Connects and reads the greeting (a refused connection's 421 is a greeting too). `from` is the
    * local address to connect from (another loopback address, 127.0.0.2…, is another peer).
    */
-  static async open(port: number, o: { host?: string; from?: string; timeoutMs?: number } = {}): Promise<SmtpTalk> {
-    const socket = connect({ port, host: o.host ?? '127.0.0.1', ...(o.from ? { localAddress: o.from } : {}) });
+  static async open(
+    port: number,
+    o: { host?: string; from?: string; timeoutMs?: number } = {},
+  ): Promise<SmtpTalk> {
+    const socket = connect({
+      port,
+      host: o.host ?? '127.0.0.1',
+      ...(o.from ? { localAddress: o.from } : {}),
+    });
     const timeoutMs = o.timeoutMs ?? 10_000;
     socket.setTimeout(timeoutMs, () => socket.destroy());
     const talk = new SmtpTalk(socket);
@@ -65,7 +72,13 @@ export class SmtpTalk {
       if (!m) return;
       const lines = m[0].split(/\r?\n/).filter(Boolean);
       this.#buffer = this.#buffer.slice(m[0].length);
-      this.#deliver({ code: Number(m[1]), text: lines.map((l) => l.slice(4)).join(' ').trim() });
+      this.#deliver({
+        code: Number(m[1]),
+        text: lines
+          .map((l) => l.slice(4))
+          .join(' ')
+          .trim(),
+      });
     }
   }
 
@@ -108,18 +121,33 @@ export class SmtpTalk {
     return r;
   }
 
-  /** DATA, the message (line ends made CRLF, dot-stuffed), and the final reply; the 354 when DATA is refused. */
+  /**
+   * DATA, the message (line ends made CRLF, dot-stuffed), and the final reply; the 354 when DATA is
+   * refused.
+   */
   async data(message: Buffer | string): Promise<SmtpReply> {
     const go = await this.command('DATA');
     if (go.code !== 354) return go;
-    const text = (typeof message === 'string' ? message : message.toString('latin1')).replace(/\r?\n/g, '\r\n');
+    const text = (typeof message === 'string' ? message : message.toString('latin1')).replace(
+      /\r?\n/g,
+      '\r\n',
+    );
     const stuffed = text.replace(/(^|\r\n)\./g, '$1..');
-    this.#socket.write(Buffer.from(`${stuffed}${stuffed.endsWith('\r\n') ? '' : '\r\n'}.\r\n`, 'latin1'));
+    this.#socket.write(
+      Buffer.from(`${stuffed}${stuffed.endsWith('\r\n') ? '' : '\r\n'}.\r\n`, 'latin1'),
+    );
     return this.#next();
   }
 
-  /** One whole transaction: EHLO when not said yet, MAIL FROM, RCPT TO each, DATA when one was taken. */
-  async send(o: { from: string; to: string[]; message: Buffer | string }): Promise<{ mail: SmtpReply; rcpt: SmtpReply[]; data: SmtpReply | null }> {
+  /**
+   * One whole transaction: EHLO when not said yet, MAIL FROM, RCPT TO each, DATA when one was
+   * taken.
+   */
+  async send(o: {
+    from: string;
+    to: string[];
+    message: Buffer | string;
+  }): Promise<{ mail: SmtpReply; rcpt: SmtpReply[]; data: SmtpReply | null }> {
     const mail = await this.command(`MAIL FROM:<${o.from}>`);
     const rcpt: SmtpReply[] = [];
     if (mail.code !== 250) return { mail, rcpt, data: null };
@@ -137,14 +165,18 @@ export class SmtpTalk {
   }
 }
 
-/** Opens a connection (from `peer`, a loopback address, when given), says EHLO, runs one transaction and quits. */
+/**
+ * Opens a connection (from `peer`, a loopback address, when given), says EHLO, runs one transaction
+ * and quits.
+ */
 export async function sendOnce(
   port: number,
   o: { from: string; to: string[]; message: Buffer | string; peer?: string },
 ): Promise<{ greeting: SmtpReply; mail: SmtpReply; rcpt: SmtpReply[]; data: SmtpReply | null }> {
   const talk = await SmtpTalk.open(port, { from: o.peer });
   try {
-    if (talk.greeting.code !== 220) return { greeting: talk.greeting, mail: CLOSED, rcpt: [], data: null };
+    if (talk.greeting.code !== 220)
+      return { greeting: talk.greeting, mail: CLOSED, rcpt: [], data: null };
     await talk.command('EHLO test.client.invalid');
     return { greeting: talk.greeting, ...(await talk.send(o)) };
   } finally {

@@ -2,10 +2,15 @@ import { mkdir } from 'node:fs/promises';
 import { freePort } from '@ens/local-engines';
 import { startRoles } from '@ens/app/roles';
 import { createLogger, loadConfig, migrate, openRuntime } from '@ens/core';
-import { purgeIdempotencyKeys, retentionRound } from '@ens/core/internal';
+import {
+  listDeadLetterGroups,
+  purgeIdempotencyKeys,
+  retentionRound,
+  searchDeliveries,
+  SearchTooSlow,
+  type DeliveryFilters,
+} from '@ens/core/internal';
 import { pino } from 'pino';
-import { listDeadLetterGroups } from '../../services/ops/src/queries/dead-letters.ts';
-import { searchDeliveries, SearchTooSlow, type DeliveryFilters } from '../../services/ops/src/queries/deliveries.ts';
 import { timeFeedPages, type FeedCase } from '../bench/feed.ts';
 import { progress } from '../bench/log.ts';
 import { summarise, type LatencySummary } from '../bench/stats.ts';
@@ -40,16 +45,29 @@ const BATCH = 100_000;
 const RUNS = 20;
 const DAY_MS = 86_400_000;
 
-if (!Number.isInteger(TOTAL) || TOTAL < BATCH || TOTAL % 2 !== 0) throw new Error(`SCALE_DELIVERIES must be an even integer ≥ ${BATCH}`);
+if (!Number.isInteger(TOTAL) || TOTAL < BATCH || TOTAL % 2 !== 0)
+  throw new Error(`SCALE_DELIVERIES must be an even integer ≥ ${BATCH}`);
 
 process.env.ENS_TEST_TMPDIR ??= process.env.SCALE_DIR ?? '/var/tmp/ens-scale';
 await mkdir(process.env.ENS_TEST_TMPDIR, { recursive: true });
 
 const engines = await startTestEngines();
 const port = await freePort();
-const env = { DATABASE_URL: engines.databaseUrl, NATS_URL: engines.natsUrl, ENS_DATA_DIR: `${engines.dir}/ens`, PORT: String(port), HOST: '127.0.0.1', ENS_LOG_LEVEL: 'warn', ENS_RATE_LIMIT: '100000' };
+const env = {
+  DATABASE_URL: engines.databaseUrl,
+  NATS_URL: engines.natsUrl,
+  ENS_DATA_DIR: `${engines.dir}/ens`,
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  ENS_LOG_LEVEL: 'warn',
+  ENS_RATE_LIMIT: '100000',
+};
 const config = loadConfig(env);
-const rt = await openRuntime(config, { databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl }, createLogger(config));
+const rt = await openRuntime(
+  config,
+  { databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl },
+  createLogger(config),
+);
 const { db } = rt;
 await migrate(db);
 // The api role only: the sweeper's jobs are timed below, one at a time, not left to their timers.
@@ -64,7 +82,10 @@ const add = (section: string, what: string, value: string) => {
 const ms = (s: LatencySummary) => `p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms`;
 const fmt = (n: number) => n.toLocaleString('en-US');
 
-async function timed<T>(runs: number, fn: () => Promise<T>): Promise<{ s: LatencySummary; last: T }> {
+async function timed<T>(
+  runs: number,
+  fn: () => Promise<T>,
+): Promise<{ s: LatencySummary; last: T }> {
   const times: number[] = [];
   let last!: T;
   for (let i = 0; i < runs + 2; i++) {
@@ -86,7 +107,9 @@ try {
   const clientIds = clients.map((c) => c.client_id);
 
   // --- fill -------------------------------------------------------------------------------------
-  const { start } = (await db.query<{ start: Date }>(`SELECT now() - interval '${DAYS} days' AS start`)).rows[0]!;
+  const { start } = (
+    await db.query<{ start: Date }>(`SELECT now() - interval '${DAYS} days' AS start`)
+  ).rows[0]!;
   const stepUs = Math.floor((DAYS * DAY_MS * 1000) / TOTAL);
   // A UUIDv7 of time ts: 48-bit ms, version 7, a 12-bit kind (1 handoff, 2 delivery, 3 callback),
   // variant 8, then n, so each id is unique and ids sort by time as ENS's own do.
@@ -153,14 +176,24 @@ try {
     }
     const done = to + 1;
     const rate = done / ((Date.now() - f0) / 1000);
-    progress(`fill: ${fmt(done)} / ${fmt(TOTAL)} deliveries (${rate.toFixed(0)}/s, ~${((TOTAL - done) / rate / 60).toFixed(0)} min left)`);
+    progress(
+      `fill: ${fmt(done)} / ${fmt(TOTAL)} deliveries (${rate.toFixed(0)}/s, ~${((TOTAL - done) / rate / 60).toFixed(0)} min left)`,
+    );
   }
-  add('fill', 'deliveries (4.5 rows each) over 60 days', `${fmt(TOTAL)} in ${((Date.now() - f0) / 60_000).toFixed(1)} min`);
+  add(
+    'fill',
+    'deliveries (4.5 rows each) over 60 days',
+    `${fmt(TOTAL)} in ${((Date.now() - f0) / 60_000).toFixed(1)} min`,
+  );
   const v0 = Date.now();
   progress('VACUUM ANALYZE');
   await db.query('VACUUM ANALYZE');
   add('fill', 'VACUUM ANALYZE', `${((Date.now() - v0) / 1000).toFixed(0)} s`);
-  const size = (await db.query<{ gb: string }>(`SELECT round(pg_database_size(current_database()) / 1e9, 1)::text AS gb`)).rows[0]!.gb;
+  const size = (
+    await db.query<{ gb: string }>(
+      `SELECT round(pg_database_size(current_database()) / 1e9, 1)::text AS gb`,
+    )
+  ).rows[0]!.gb;
   add('fill', 'database size', `${size} GB`);
 
   // --- measure ----------------------------------------------------------------------------------
@@ -169,22 +202,41 @@ try {
     const res = await fetch(`${baseUrl}/v1/oauth2/token/`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret }),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+      }),
     });
     return ((await res.json()) as { access_token: string }).access_token;
   })();
 
   const feed = async (label: string) => {
-    const perClient = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1', [client.client_id])).rows[0]!.n;
-    const cases: FeedCase[] = await timeFeedPages(baseUrl, token, db, client.client_id, perClient, RUNS);
-    for (const c of cases) add(label, `feed page of 1,000, ${c.name} (${fmt(perClient)} rows of this client)`, ms(c.ms));
+    const perClient = (
+      await db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM deliveries WHERE client_id = $1',
+        [client.client_id],
+      )
+    ).rows[0]!.n;
+    const cases: FeedCase[] = await timeFeedPages(
+      baseUrl,
+      token,
+      db,
+      client.client_id,
+      perClient,
+      RUNS,
+    );
+    for (const c of cases)
+      add(label, `feed page of 1,000, ${c.name} (${fmt(perClient)} rows of this client)`, ms(c.ms));
   };
   // A reference, recipient and dead callback that exist, taken from the middle of the record.
   const mid = TOTAL / 2 + 20;
-  const sample = (await db.query<{ reference: string; recipient: string; client_id: string }>(
-    `SELECT reference, recipient, client_id FROM deliveries WHERE id = ${id7(`$1::timestamptz + $2::bigint * $3::bigint * interval '1 microsecond'`, 2, '$2::bigint')}`,
-    [start, mid, stepUs],
-  )).rows[0]!;
+  const sample = (
+    await db.query<{ reference: string; recipient: string; client_id: string }>(
+      `SELECT reference, recipient, client_id FROM deliveries WHERE id = ${id7(`$1::timestamptz + $2::bigint * $3::bigint * interval '1 microsecond'`, 2, '$2::bigint')}`,
+      [start, mid, stepUs],
+    )
+  ).rows[0]!;
   const searches: [string, DeliveryFilters][] = [
     ['by reference', { reference: sample.reference }],
     ['by recipient', { recipient: sample.recipient }],
@@ -203,7 +255,12 @@ try {
     }
     const { s, last } = await timed(RUNS, () => listDeadLetterGroups(db, {}));
     add(label, `console dead letters, all clients (${fmt(last.total)} dead)`, ms(s));
-    const deadClient = (await db.query<{ client_id: string }>(`SELECT client_id FROM callbacks WHERE status = 'dead' LIMIT 1`)).rows[0]?.client_id ?? client.client_id;
+    const deadClient =
+      (
+        await db.query<{ client_id: string }>(
+          `SELECT client_id FROM callbacks WHERE status = 'dead' LIMIT 1`,
+        )
+      ).rows[0]?.client_id ?? client.client_id;
     const one = await timed(RUNS, () => listDeadLetterGroups(db, { clientId: deadClient }));
     add(label, `console dead letters, one client (${fmt(one.last.total)} dead)`, ms(one.s));
   };
@@ -218,43 +275,88 @@ try {
   add('sweeper', 'idempotency key purge round', ms(purge.s));
 
   // Partitioning, for comparison: the oldest day of deliveries in a partition of its own, dropped.
-  const { floor } = (await db.query<{ floor: string }>(`SELECT ens_uuid7_floor(now() - interval '${DAYS - 1} days')::text AS floor`)).rows[0]!;
-  await db.query(`CREATE TABLE scale_probe (LIKE deliveries INCLUDING DEFAULTS) PARTITION BY RANGE (id)`);
-  await db.query(`CREATE TABLE scale_probe_old PARTITION OF scale_probe FOR VALUES FROM (MINVALUE) TO ('${floor}')`);
-  await db.query(`CREATE TABLE scale_probe_new PARTITION OF scale_probe FOR VALUES FROM ('${floor}') TO (MAXVALUE)`);
+  const { floor } = (
+    await db.query<{ floor: string }>(
+      `SELECT ens_uuid7_floor(now() - interval '${DAYS - 1} days')::text AS floor`,
+    )
+  ).rows[0]!;
+  await db.query(
+    `CREATE TABLE scale_probe (LIKE deliveries INCLUDING DEFAULTS) PARTITION BY RANGE (id)`,
+  );
+  await db.query(
+    `CREATE TABLE scale_probe_old PARTITION OF scale_probe FOR VALUES FROM (MINVALUE) TO ('${floor}')`,
+  );
+  await db.query(
+    `CREATE TABLE scale_probe_new PARTITION OF scale_probe FOR VALUES FROM ('${floor}') TO (MAXVALUE)`,
+  );
   await db.query(`CREATE INDEX ON scale_probe (client_id, updated_at)`);
-  const copied = (await db.query(`INSERT INTO scale_probe SELECT * FROM deliveries WHERE id < $1::uuid`, [floor])).rowCount ?? 0;
+  const copied =
+    (
+      await db.query(`INSERT INTO scale_probe SELECT * FROM deliveries WHERE id < $1::uuid`, [
+        floor,
+      ])
+    ).rowCount ?? 0;
   const p0 = performance.now();
   await db.query('ALTER TABLE scale_probe DETACH PARTITION scale_probe_old');
   await db.query('DROP TABLE scale_probe_old');
-  add('retention', `partitioning instead: DETACH + DROP of a partition of ${fmt(copied)} deliveries`, `${(performance.now() - p0).toFixed(0)} ms`);
+  add(
+    'retention',
+    `partitioning instead: DETACH + DROP of a partition of ${fmt(copied)} deliveries`,
+    `${(performance.now() - p0).toFixed(0)} ms`,
+  );
   await db.query('DROP TABLE scale_probe');
 
   // One retention round: the oldest day goes.
   const batchMs: number[] = [];
-  const logger = pino({ level: 'debug' }, {
-    write: (line: string) => {
-      const r = JSON.parse(line) as { msg: string; ms?: number; deliveries?: number };
-      if (r.msg === 'retention batch' && (r.deliveries ?? 0) > 0) batchMs.push(r.ms ?? 0);
+  const logger = pino(
+    { level: 'debug' },
+    {
+      write: (line: string) => {
+        const r = JSON.parse(line) as { msg: string; ms?: number; deliveries?: number };
+        if (r.msg === 'retention batch' && (r.deliveries ?? 0) > 0) batchMs.push(r.ms ?? 0);
+      },
     },
-  });
-  const before = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries')).rows[0]!.n;
-  const round = await retentionRound({ db, logger }, { retentionMs: (DAYS - 1) * DAY_MS, maxRoundMs: 3_600_000 });
+  );
+  const before = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries'))
+    .rows[0]!.n;
+  const round = await retentionRound(
+    { db, logger },
+    { retentionMs: (DAYS - 1) * DAY_MS, maxRoundMs: 3_600_000 },
+  );
   const rows = Object.values(round.removed).reduce((a, b) => a + b, 0);
-  add('retention', `one round, ENS_RETENTION=${DAYS - 1}d (the oldest day of ${fmt(before)} deliveries)`,
-    `${(round.ms / 1000).toFixed(1)} s for ${fmt(round.removed.deliveries)} deliveries, ${fmt(rows)} rows in all, ${fmt(round.batches)} batches`);
+  add(
+    'retention',
+    `one round, ENS_RETENTION=${DAYS - 1}d (the oldest day of ${fmt(before)} deliveries)`,
+    `${(round.ms / 1000).toFixed(1)} s for ${fmt(round.removed.deliveries)} deliveries, ${fmt(rows)} rows in all, ${fmt(round.batches)} batches`,
+  );
   const b = summarise(batchMs);
-  add('retention', 'one batch of 1,000 deliveries (one transaction, the longest any lock is held)', ms(b));
-  add('retention', 'removal rate, paced (waits as long as it works)', `${fmt(Math.round(round.removed.deliveries / (round.ms / 1000)))} deliveries/s`);
+  add(
+    'retention',
+    'one batch of 1,000 deliveries (one transaction, the longest any lock is held)',
+    ms(b),
+  );
+  add(
+    'retention',
+    'removal rate, paced (waits as long as it works)',
+    `${fmt(Math.round(round.removed.deliveries / (round.ms / 1000)))} deliveries/s`,
+  );
   const again = await retentionRound({ db, logger }, { retentionMs: (DAYS - 1) * DAY_MS });
   // Its cut-off has moved on by the first round's time, so it finds the few made meanwhile.
-  add('retention', 'the next round', `${again.ms} ms (${fmt(again.removed.deliveries)} deliveries removed)`);
+  add(
+    'retention',
+    'the next round',
+    `${again.ms} ms (${fmt(again.removed.deliveries)} deliveries removed)`,
+  );
 
   await feed('after the round, before VACUUM');
   await search('after the round, before VACUUM');
   const vac0 = Date.now();
   await db.query('VACUUM ANALYZE handoffs, deliveries, attempts, callbacks, callback_attempts');
-  add('retention', 'VACUUM ANALYZE after the round', `${((Date.now() - vac0) / 1000).toFixed(0)} s`);
+  add(
+    'retention',
+    'VACUUM ANALYZE after the round',
+    `${((Date.now() - vac0) / 1000).toFixed(0)} s`,
+  );
   await feed('after VACUUM');
 
   process.stdout.write(`\nENS at ${fmt(TOTAL)} deliveries (npm run scale)\n\n`);

@@ -20,9 +20,19 @@ const email = (image: Buffer) => ({
     {
       channel: 'email',
       recipients: ['a@example.com', 'b@example.com'],
-      content: { kind: 'rendered', subject: 's', body: 'b', html: '<img src="cid:logo">', inline_images: [{ cid: 'logo', media_type: 'image/png', data: image.toString('base64') }] },
+      content: {
+        kind: 'rendered',
+        subject: 's',
+        body: 'b',
+        html: '<img src="cid:logo">',
+        inline_images: [{ cid: 'logo', media_type: 'image/png', data: image.toString('base64') }],
+      },
     },
-    { channel: 'sms', recipients: ['+15551230000'], content: { kind: 'rendered', body: 'see your email' } },
+    {
+      channel: 'sms',
+      recipients: ['+15551230000'],
+      content: { kind: 'rendered', body: 'see your email' },
+    },
   ],
 });
 
@@ -49,7 +59,11 @@ async function collection(t: Test, env: Record<string, string>) {
   const orphan = randomBytes(1024);
   const orphanKey = await media.put(orphan, 'image/png');
   await collectNow();
-  t.same(await stored(), [key], 'an object nothing refers to is removed; the one pending deliveries use stays');
+  t.same(
+    await stored(),
+    [key],
+    'an object nothing refers to is removed; the one pending deliveries use stays',
+  );
 
   const [first, second] = refs.rows.map((row) => row.delivery_id as string);
   await db.query(`UPDATE deliveries SET status = 'sent' WHERE id = $1`, [first]);
@@ -59,12 +73,23 @@ async function collection(t: Test, env: Record<string, string>) {
 
   // An accept in flight has recorded its put: the object stays until the grace has passed.
   await recordMediaPuts(db, [key]);
-  t.notOk(await collectIfUnused(db, media, key, new Date(0), 60_000), 'not within the grace after its last write');
+  t.notOk(
+    await collectIfUnused(db, media, key, new Date(0), 60_000),
+    'not within the grace after its last write',
+  );
   t.same(await stored(), [key]);
-  t.ok(await collectIfUnused(db, media, key, new Date(0), 0), 'collected once the grace has passed');
+  t.ok(
+    await collectIfUnused(db, media, key, new Date(0), 0),
+    'collected once the grace has passed',
+  );
   t.same(await stored(), [], 'the object is gone');
   await t.rejects(media.get(key), 'reading it fails');
-  t.equal((await db.query('SELECT 1 FROM media_objects WHERE storage_key = ANY ($1)', [[key, orphanKey]])).rowCount, 0, 'and its record');
+  t.equal(
+    (await db.query('SELECT 1 FROM media_objects WHERE storage_key = ANY ($1)', [[key, orphanKey]]))
+      .rowCount,
+    0,
+    'and its record',
+  );
 
   // The same image sent again is written again, and the new delivery reads it.
   const again = await svc.send(client, email(image), uniqueKey());
@@ -78,6 +103,15 @@ t.test('directory store', (t) => collection(t, {}));
 t.test('S3 store', async (t) => {
   const s3 = await startS3Server(t, { bucket: 'ens-media-gc' });
   useS3Credentials(t, s3);
-  await collection(t, { ENS_MEDIA_STORE: 's3', ENS_S3_BUCKET: s3.bucket, ENS_S3_ENDPOINT: s3.endpoint, ENS_S3_FORCE_PATH_STYLE: 'true', ENS_S3_PREFIX: 'ens/media' });
-  t.ok(s3.requests.some((r) => r.method === 'DELETE' && r.status === 204), 'objects were removed with DeleteObject');
+  await collection(t, {
+    ENS_MEDIA_STORE: 's3',
+    ENS_S3_BUCKET: s3.bucket,
+    ENS_S3_ENDPOINT: s3.endpoint,
+    ENS_S3_FORCE_PATH_STYLE: 'true',
+    ENS_S3_PREFIX: 'ens/media',
+  });
+  t.ok(
+    s3.requests.some((r) => r.method === 'DELETE' && r.status === 204),
+    'objects were removed with DeleteObject',
+  );
 });

@@ -18,7 +18,8 @@ const mediaDir = join(svc.config.dataDir, 'media');
 async function files(dir = mediaDir): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
   const out: string[] = [];
-  for (const e of entries) out.push(...(e.isDirectory() ? await files(join(dir, e.name)) : [e.name]));
+  for (const e of entries)
+    out.push(...(e.isDirectory() ? await files(join(dir, e.name)) : [e.name]));
   return out;
 }
 
@@ -29,7 +30,13 @@ const email = (tenant: string, image: Buffer) => ({
     {
       channel: 'email',
       recipients: ['a@example.com'],
-      content: { kind: 'rendered', subject: 's', body: 'report', html: '<img src="cid:logo">', inline_images: [{ cid: 'logo', media_type: 'image/png', data: image.toString('base64') }] },
+      content: {
+        kind: 'rendered',
+        subject: 's',
+        body: 'report',
+        html: '<img src="cid:logo">',
+        inline_images: [{ cid: 'logo', media_type: 'image/png', data: image.toString('base64') }],
+      },
     },
   ],
 });

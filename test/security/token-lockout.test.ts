@@ -16,12 +16,29 @@ t.test('wrong secrets from one address do not lock out the right ones from anoth
   const legit = '127.0.0.2';
   const token = (localAddress: string, secret: string) =>
     new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
-      const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: secret }).toString();
-      const req = request(`${svc.baseUrl}/v1/oauth2/token/`, { method: 'POST', localAddress, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
-      });
+      const body = new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: b.clientId,
+        client_secret: secret,
+      }).toString();
+      const req = request(
+        `${svc.baseUrl}/v1/oauth2/token/`,
+        {
+          method: 'POST',
+          localAddress,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              body: JSON.parse(text) as Record<string, unknown>,
+            }),
+          );
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -36,12 +53,19 @@ t.test('wrong secrets from one address do not lock out the right ones from anoth
   t.type(right.body.access_token, 'string');
 
   const fromAttacker = await token(attacker, b.clientSecret);
-  t.equal(fromAttacker.status, 429, 'the guessing address stays limited, even with the right secret');
+  t.equal(
+    fromAttacker.status,
+    429,
+    'the guessing address stays limited, even with the right secret',
+  );
 
   // The per-address limit on all requests still holds for any address.
   const other = '127.0.0.3';
   const burst: number[] = [];
   for (let i = 0; i < 14; i++) burst.push((await token(other, b.clientSecret)).status);
-  t.ok(burst.slice(0, 12).every((s) => s === 200), 'up to ENS_TOKEN_RATE_LIMIT requests a minute are served');
+  t.ok(
+    burst.slice(0, 12).every((s) => s === 200),
+    'up to ENS_TOKEN_RATE_LIMIT requests a minute are served',
+  );
   t.equal(burst.at(-1), 429, 'beyond it, 429');
 });

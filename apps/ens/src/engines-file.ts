@@ -16,7 +16,7 @@ export interface EnginesFile {
 const file = (dataDir: string) => path.join(dataDir, 'engines.json');
 
 export async function writeEnginesFile(dataDir: string, e: EnginesFile): Promise<void> {
-  await writeFile(file(dataDir), JSON.stringify(e) + '\n', { mode: 0o600 });
+  await writeFile(file(dataDir), `${JSON.stringify(e)}\n`, { mode: 0o600 });
 }
 
 /** The running serve's engines, or null when none is running (a stale file is ignored). */

@@ -32,23 +32,39 @@ export async function resolveEngines(
     operatorCommand?: { ownEngines: boolean };
   },
 ): Promise<Engines> {
-  const running = config.databaseUrl && (config.natsUrl || !opts.needNats) ? null : await readEnginesFile(config.dataDir);
+  const running =
+    config.databaseUrl && (config.natsUrl || !opts.needNats)
+      ? null
+      : await readEnginesFile(config.dataDir);
   let databaseUrl = config.databaseUrl ?? running?.databaseUrl;
   let natsUrl = config.natsUrl ?? running?.natsUrl;
   const say = (line: string) => opts.operatorCommand && process.stderr.write(`ens: ${line}\n`);
-  if (config.databaseUrl) say(`using the database at DATABASE_URL (${safeUrl(config.databaseUrl)})`);
-  else if (running) say(`using the database of the ens serve running on ENS_DATA_DIR=${config.dataDir} (pid ${running.pid})`);
-  else if (opts.operatorCommand) await refuseSecondEngines(config.dataDir, opts.operatorCommand.ownEngines);
+  if (config.databaseUrl)
+    say(`using the database at DATABASE_URL (${safeUrl(config.databaseUrl)})`);
+  else if (running)
+    say(
+      `using the database of the ens serve running on ENS_DATA_DIR=${config.dataDir} (pid ${running.pid})`,
+    );
+  else if (opts.operatorCommand)
+    await refuseSecondEngines(config.dataDir, opts.operatorCommand.ownEngines);
   const stops: (() => Promise<void>)[] = [];
   try {
     if (!databaseUrl) {
-      say(`no ens serve runs on ENS_DATA_DIR=${config.dataDir}: starting PostgreSQL under it for this command; it stops when the command ends`);
-      const pg = await startPostgres({ dataDir: path.join(config.dataDir, 'postgres'), onLog: opts.log });
+      say(
+        `no ens serve runs on ENS_DATA_DIR=${config.dataDir}: starting PostgreSQL under it for this command; it stops when the command ends`,
+      );
+      const pg = await startPostgres({
+        dataDir: path.join(config.dataDir, 'postgres'),
+        onLog: opts.log,
+      });
       stops.push(() => pg.stop());
       databaseUrl = pg.url;
     }
     if (!natsUrl && opts.needNats) {
-      const nats = await startNats({ storeDir: path.join(config.dataDir, 'nats'), onLog: opts.log });
+      const nats = await startNats({
+        storeDir: path.join(config.dataDir, 'nats'),
+        onLog: opts.log,
+      });
       stops.push(() => nats.stop());
       natsUrl = nats.url;
     }
@@ -66,15 +82,15 @@ export async function resolveEngines(
   };
 }
 
-/** The URL without its password, for a message. */
+/**
+ * The URL without its password, for a message; libpq's multi-host form too (URL cannot read it).
+ */
 function safeUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'not a URL';
-  }
+  const m = /^([a-z]+:\/\/)([^@/?]*@)?(.*)$/i.exec(url);
+  if (!m) return 'not a URL';
+  const [, scheme, userinfo = '', rest] = m;
+  const colon = userinfo.indexOf(':');
+  return `${scheme}${colon < 0 ? userinfo : `${userinfo.slice(0, colon)}:***@`}${rest}`;
 }
 
 /**
@@ -87,7 +103,9 @@ async function refuseSecondEngines(dataDir: string, ownEngines: boolean): Promis
   if (ownEngines) return;
   const other = (await runningServes()).find((s) => s.dataDir !== dataDir);
   if (!other) return;
-  const how = other.ownEngines ? `set ENS_DATA_DIR=${other.dataDir} as that server has` : 'set DATABASE_URL as that server has';
+  const how = other.ownEngines
+    ? `set ENS_DATA_DIR=${other.dataDir} as that server has`
+    : 'set DATABASE_URL as that server has';
   throw new UsageError(
     `ens serve (pid ${other.pid}) runs with ENS_DATA_DIR=${other.dataDir}, and this command would start a second PostgreSQL under ${dataDir} that the server never reads: ${how}, or pass --own-engines to use ${dataDir} on purpose`,
   );

@@ -9,11 +9,12 @@ const HELP = `ens — the ENS operator command
 
   ens serve [--roles api,worker,callbacks,feed,inbound]   run the service (all roles by default)
   ens migrate                                     apply database migrations
-  ens clients create --name NAME [--callback-secret]
+  ens clients create --name NAME [--callback-secret] [--out FILE]   secrets into FILE, mode 0600
   ens clients list
-  ens clients rotate-secret CLIENT_ID
+  ens clients rotate-secret CLIENT_ID [--out FILE]
   ens clients issue-callback-secret CLIENT_ID
-  ens clients disable CLIENT_ID
+  ens clients disable CLIENT_ID | enable CLIENT_ID
+  ens clients delete CLIENT_ID                    a disabled client, for good (its records stay)
   ens clients limits CLIENT_ID [--rate N|default] [--daily-quota sms=N,email=default,...]
   ens clients schedule CLIENT_ID [--weight N|default] [--priority-events otp.*,...|none]
   ens clients schedule CLIENT_ID --tenant TENANT --weight N|default
@@ -24,6 +25,7 @@ const HELP = `ens — the ENS operator command
   ens suppressions import FILE.csv --client ID --tenant T [--channel C] [--reason R]   bad rows reported by line and skipped; exit 1 if any
   ens suppressions export --client ID --tenant T [--channel C] [--reason R] [--out FILE.csv]
   ens token [--client-file FILE] [--url URL]      print an access token (CLIENT_ID/CLIENT_SECRET without a file)
+  ens url                                         print where the API answers (ENS_URL, else the running serve's)
   ens callbacks dead-letters [--client CLIENT_ID] [--limit N]
   ens callbacks replay CALLBACK_ID... | --client CLIENT_ID
   ens staff grant EMAIL | revoke EMAIL | list     console superusers (/ops/)
@@ -32,8 +34,16 @@ Without DATABASE_URL, operator commands use the engines of the ens serve running
 ENS_DATA_DIR, and refuse to start their own while a serve runs on another one (--own-engines
 to do it anyway). Configuration comes from environment variables; see the README.`;
 
-const COMMANDS = new Set(['serve', 'migrate', 'clients', 'token', 'callbacks', 'staff', 'suppressions']);
-
+const COMMANDS = new Set([
+  'serve',
+  'migrate',
+  'clients',
+  'token',
+  'url',
+  'callbacks',
+  'staff',
+  'suppressions',
+]);
 
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -67,10 +77,13 @@ async function main(argv: string[]): Promise<void> {
     },
   });
   const [command, sub, ...rest] = positionals;
-  if (values.help || command === undefined || command === 'help') {
-    process.stdout.write(HELP + '\n');
+  if (values.help || command === 'help') {
+    process.stdout.write(`${HELP}\n`);
     return;
   }
+  // No command is a usage mistake like a wrong one: the usage on stderr, exit 2, so a script that
+  // lost its arguments does not carry on as if `ens` had done something.
+  if (command === undefined) throw new UsageError(`no command given\n\n${HELP}`);
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"; run ens --help`);
   const { operatorOptions } = await import('./operator-options.ts');
   operatorOptions.ownEngines = values['own-engines'] === true;
@@ -78,8 +91,11 @@ async function main(argv: string[]): Promise<void> {
   const config = loadConfig();
   switch (command) {
     case 'serve': {
-      const [{ serve }, { parseRoles }] = await Promise.all([import('./commands/serve.ts'), import('./roles.ts')]);
-      let roles;
+      const [{ serve }, { parseRoles }] = await Promise.all([
+        import('./commands/serve.ts'),
+        import('./roles.ts'),
+      ]);
+      let roles: ReturnType<typeof parseRoles>;
       try {
         roles = parseRoles(values.roles);
       } catch (e) {
@@ -106,6 +122,7 @@ async function main(argv: string[]): Promise<void> {
         reasons: values.reasons,
         bulkEventTypes: values['bulk-event-types'],
         mustDeliverEventTypes: values['must-deliver-event-types'],
+        out: values.out,
       });
     }
     case 'suppressions': {
@@ -128,9 +145,21 @@ async function main(argv: string[]): Promise<void> {
       const { tokenCommand } = await import('./commands/token.ts');
       return tokenCommand(config, { clientFile: values['client-file'], url: values.url });
     }
+    case 'url': {
+      const { findServerUrl } = await import('./server-url.ts');
+      const { url, source } = await findServerUrl(config, values.url);
+      process.stderr.write(`ens: ${source}\n`);
+      process.stdout.write(`${url}\n`);
+      return;
+    }
     case 'callbacks': {
       const { callbacksCommand } = await import('./commands/callbacks.ts');
-      return callbacksCommand(config, { sub, ids: sub === 'replay' ? rest : [], client: values.client, limit: values.limit });
+      return callbacksCommand(config, {
+        sub,
+        ids: sub === 'replay' ? rest : [],
+        client: values.client,
+        limit: values.limit,
+      });
     }
     case 'staff': {
       const { staffCommand } = await import('./commands/staff.ts');
@@ -139,7 +168,7 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-main(process.argv.slice(2)).catch((e: unknown) => {
+main(process.argv.slice(2)).catch(async (e: unknown) => {
   // Configuration and missing-engine errors are the newcomer's first contact: one clear line.
   if (e instanceof UsageError) {
     process.stderr.write(`ens: ${e.message}\n`);
@@ -148,13 +177,25 @@ main(process.argv.slice(2)).catch((e: unknown) => {
   const code = (e as { code?: unknown } | null)?.code;
   if (code === 'EADDRINUSE' || code === 'EACCES') {
     const { address, port } = e as { address?: string; port?: number };
-    process.stderr.write(`ens: cannot listen on ${address ?? '?'}:${port ?? '?'} (${code}${code === 'EADDRINUSE' ? ': another process uses the port' : ''}); set PORT (or ENS_HEALTH_PORT) to a free port\n`);
+    process.stderr.write(
+      `ens: cannot listen on ${address ?? '?'}:${port ?? '?'} (${code}${code === 'EADDRINUSE' ? ': another process uses the port' : ''}); set PORT (or ENS_HEALTH_PORT) to a free port\n`,
+    );
     process.exit(2);
   }
   // ERR_PARSE_ARGS_*: node's parseArgs refusing the command line (unknown option, missing value).
   if (isOperatorError(e) || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_'))) {
     process.stderr.write(`ens: ${(e as Error).message}\n`);
     process.exit(2);
+  }
+  // A database that does not answer (refused, unknown host, shutting down) is the operator's to
+  // fix, not a bug: one line, no stack trace.
+  const { isDatabaseUnavailable } = await import('@ens/core/internal');
+  if (isDatabaseUnavailable(e)) {
+    const why = (e as Error).message || (typeof code === 'string' ? code : String(e));
+    process.stderr.write(
+      `ens: cannot reach the database (${why}); is PostgreSQL running, and is DATABASE_URL right?\n`,
+    );
+    process.exit(1);
   }
   process.stderr.write(`ens: ${(e as Error)?.stack ?? String(e)}\n`);
   process.exit(1);

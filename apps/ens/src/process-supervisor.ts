@@ -33,7 +33,9 @@ export interface Supervisor {
   ready: Promise<void>;
   /** The children's pids now, by index. */
   pids(): number[];
-  /** Stops every child (SIGTERM, then SIGKILL after STOP_WAIT_MS) and resolves when all have exited. */
+  /**
+   * Stops every child (SIGTERM, then SIGKILL after STOP_WAIT_MS) and resolves when all have exited.
+   */
   stop(): Promise<void>;
 }
 
@@ -47,7 +49,9 @@ export class ChildFailedAtStart extends EnsError {
     readonly index: number,
     readonly exitCode: number,
   ) {
-    super(`process ${index + 1} stopped before it was ready (exit ${exitCode}); its error is above`);
+    super(
+      `process ${index + 1} stopped before it was ready (exit ${exitCode}); its error is above`,
+    );
   }
 }
 
@@ -61,8 +65,12 @@ export function superviseChildren(plan: ChildPlan, logger: Logger): Supervisor {
   let allExited: (() => void) | null = null;
 
   const fork = (index: number) => {
-    // Each child runs `ens serve --roles …` again; it sees it is a cluster worker and runs its roles.
-    cluster.setupPrimary({ exec: process.argv[1], args: ['serve', '--roles', plan.roles(index).join(',')] });
+    // Each child runs `ens serve --roles …` again; it sees it is a cluster worker and runs its
+    // roles.
+    cluster.setupPrimary({
+      exec: process.argv[1],
+      args: ['serve', '--roles', plan.roles(index).join(',')],
+    });
     const worker = cluster.fork(plan.env);
     const child = { worker, startedAt: Date.now(), ready: false };
     children.set(index, child);
@@ -84,21 +92,31 @@ export function superviseChildren(plan: ChildPlan, logger: Logger): Supervisor {
         return;
       }
       const lived = Date.now() - child.startedAt;
-      pauses[index] = lived < STABLE_MS ? Math.min(LONGEST_PAUSE_MS, Math.max(FIRST_PAUSE_MS, pauses[index]! * 2)) : 0;
-      logger.warn({ process: index + 1, pid: worker.process.pid, code, signal, restartInMs: pauses[index] }, 'an ENS process stopped; starting it again');
+      pauses[index] =
+        lived < STABLE_MS
+          ? Math.min(LONGEST_PAUSE_MS, Math.max(FIRST_PAUSE_MS, pauses[index]! * 2))
+          : 0;
+      logger.warn(
+        { process: index + 1, pid: worker.process.pid, code, signal, restartInMs: pauses[index] },
+        'an ENS process stopped; starting it again',
+      );
       // Not unref'd: with every child down, this timer is what keeps the supervisor running.
       setTimeout(() => !stopping && fork(index), pauses[index]);
     });
   };
   // Until every child was ready once, a death fails the start; afterwards it is restarted.
   let started = false;
-  void ready.then(() => (started = true), () => {});
+  void ready.then(
+    () => (started = true),
+    () => {},
+  );
 
   for (let i = 0; i < plan.count; i++) fork(i);
 
   return {
     ready,
-    pids: () => [...children.entries()].sort(([a], [b]) => a - b).map(([, c]) => c.worker.process.pid!),
+    pids: () =>
+      [...children.entries()].sort(([a], [b]) => a - b).map(([, c]) => c.worker.process.pid!),
     async stop() {
       stopping = true;
       if (children.size === 0) return;

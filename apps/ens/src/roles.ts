@@ -5,7 +5,12 @@ import { startCallbacks } from '@ens/service-callbacks';
 import { startFeed } from '@ens/service-feed';
 import { startInbound } from '@ens/service-inbound';
 import { opsConsole, startAlertEvaluator } from '@ens/service-ops';
-import { closeProviders, loadConfiguredProviders, startWorker, type LoadedProviders } from '@ens/service-worker';
+import {
+  closeProviders,
+  loadConfiguredProviders,
+  startWorker,
+  type LoadedProviders,
+} from '@ens/service-worker';
 
 /**
  * `inbound` (the SMTP listener for bounces, complaints and unsubscribes by mail) runs only where
@@ -18,23 +23,36 @@ export type Role = (typeof ROLES)[number];
 export interface RunningRoles {
   /** The API server when the api role runs, already listening. */
   api: FastifyInstance | null;
-  /** Stops the roles in reverse start order: intake first, so nothing new arrives while work drains. */
+  /**
+   * Stops the roles in reverse start order: intake first, so nothing new arrives while work drains.
+   */
   stop(): Promise<void>;
 }
 
 export function parseRoles(text: string | undefined): Role[] {
   if (text === undefined) return [...ROLES];
-  const roles = text.split(',').map((r) => r.trim()).filter(Boolean);
+  const roles = text
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
   const bad = roles.find((r) => !(ROLES as readonly string[]).includes(r));
-  if (bad !== undefined || roles.length === 0) throw new Error(`--roles takes a comma-separated list of ${ROLES.join(', ')}${bad ? `; "${bad}" is not one` : ''}`);
+  if (bad !== undefined || roles.length === 0)
+    throw new Error(
+      `--roles takes a comma-separated list of ${ROLES.join(', ')}${bad ? `; "${bad}" is not one` : ''}`,
+    );
   return [...new Set(roles)] as Role[];
 }
 
 /** Starts the chosen roles on an open runtime; the API listens on `listen`. */
-export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { port: number; host: string; healthPort?: number }): Promise<RunningRoles> {
+export async function startRoles(
+  rt: Runtime,
+  roles: readonly Role[],
+  listen: { port: number; host: string; healthPort?: number },
+): Promise<RunningRoles> {
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
-    for (const s of stops.reverse()) await s().catch((err: unknown) => rt.logger.error({ err }, 'stop failed'));
+    for (const s of stops.reverse())
+      await s().catch((err: unknown) => rt.logger.error({ err }, 'stop failed'));
   };
   let api: FastifyInstance | null = null;
   try {
@@ -58,7 +76,10 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
         stops.push(() => inbound.stop());
       } else {
         const alone = roles.length === 1;
-        rt.logger[alone ? 'warn' : 'debug']('inbound role not started: ENS_RETURN_PATH_DOMAIN is unset, so no mail carries a return path to receive bounces at');
+        rt.logger[alone ? 'warn' : 'debug'](
+          'inbound role not started: ENS_RETURN_PATH_DOMAIN is unset, so no mail carries a ' +
+            'return path to receive bounces at',
+        );
       }
     }
     if (roles.includes('api')) {
@@ -75,14 +96,21 @@ export async function startRoles(rt: Runtime, roles: readonly Role[], listen: { 
       const opsRoutes = async (app: FastifyInstance) => {
         await app.register(opsConsole(rt), { prefix: '/ops' });
       };
+      // A process session, as the claiming roles keep: an api process killed between a handoff's
+      // commit and its wake-ups' publish is then found dead within ENS_SESSION_TIMEOUT, and the
+      // due work it may have left unwoken is woken (store/process-sessions.ts), not left to the
+      // sweeper's grace (test/fault/api-kill9-wakeups.test.ts). Ended after the API has closed.
+      await rt.session.start();
+      stops.push(() => rt.session.stop(rt.reaper));
       const app = await buildApi(rt, { plugins: [opsRoutes, webhookRoutes(providers.all)] });
       // Closed from here on, listening or not: its close hooks release what it holds (the client
-      // directory's LISTEN connection), without which the pool could never end after a failed listen.
+      // directory's LISTEN connection), without which the pool could never end after a failed
+      // listen.
       stops.push(() => app.close());
       await app.listen(listen);
       api = app;
-      // Console alert rules are evaluated where the console is served. Several API
-      // processes may run it: one evaluates per round (advisory lock), and each firing notifies once.
+      // Console alert rules are evaluated where the console is served. Several API processes may
+      // run it: one evaluates per round (advisory lock), and each firing notifies once.
       const alerts = startAlertEvaluator(rt);
       stops.push(() => alerts.stop());
     } else if (listen.healthPort) {

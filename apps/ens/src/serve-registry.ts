@@ -6,7 +6,8 @@ import { isProcessAlive } from '@ens/local-engines';
 /*
  * Every `ens serve` on this machine leaves a note in one directory per OS user, so that an
  * operator command started in another shell (with another ENS_DATA_DIR, or none) can tell that it
- * is about to start a second PostgreSQL nobody reads, instead of quietly doing it.
+ * is about to start a second PostgreSQL nobody reads, instead of quietly doing it, and so that
+ * `ens token` finds where the API listens (a serve started with PORT=18580) without being told.
  */
 
 export interface RunningServe {
@@ -14,6 +15,8 @@ export interface RunningServe {
   dataDir: string;
   /** Whether it started its own engines under its data directory (else it was given URLs). */
   ownEngines: boolean;
+  /** Where its API answers, once it listens (absent without the api role). */
+  url?: string;
 }
 
 const dir = () => path.join(os.tmpdir(), `ens-serve-${process.getuid?.() ?? 'user'}`);
@@ -21,7 +24,7 @@ const file = (pid: number) => path.join(dir(), `${pid}.json`);
 
 export async function registerServe(s: RunningServe): Promise<void> {
   await mkdir(dir(), { recursive: true, mode: 0o700 });
-  await writeFile(file(s.pid), JSON.stringify(s) + '\n', { mode: 0o600 });
+  await writeFile(file(s.pid), `${JSON.stringify(s)}\n`, { mode: 0o600 });
 }
 
 export async function unregisterServe(pid: number): Promise<void> {

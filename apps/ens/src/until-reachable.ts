@@ -7,7 +7,9 @@ const MAX_RETRY_MS = 10_000;
 
 export interface UntilReachableOptions {
   logger: Logger;
-  /** An engine being away (worth waiting for); anything else is thrown at once and ends the start. */
+  /**
+   * An engine being away (worth waiting for); anything else is thrown at once and ends the start.
+   */
   isTransient(err: unknown): boolean;
   /** True once the process is stopping: the wait ends by throwing StoppedWaiting. */
   stopping(): boolean;
@@ -27,7 +29,11 @@ export class StoppedWaiting extends EnsError {
  * leaves its work undone with nobody told. Anything else (configuration, a port in use, a bug)
  * ends the wait at once: retrying would hide it behind warnings.
  */
-export async function untilReachable<T>(what: string, attempt: () => Promise<T>, opts: UntilReachableOptions): Promise<T> {
+export async function untilReachable<T>(
+  what: string,
+  attempt: () => Promise<T>,
+  opts: UntilReachableOptions,
+): Promise<T> {
   let retryMs = FIRST_RETRY_MS;
   for (;;) {
     if (opts.stopping()) throw new StoppedWaiting();
@@ -35,10 +41,14 @@ export async function untilReachable<T>(what: string, attempt: () => Promise<T>,
       return await attempt();
     } catch (err) {
       if (!opts.isTransient(err) || opts.stopping()) throw err;
-      opts.logger.warn({ err: (err as Error)?.message ?? String(err), retryInMs: retryMs }, `${what}: PostgreSQL or NATS is not reachable; trying again`);
+      opts.logger.warn(
+        { err: (err as Error)?.message ?? String(err), retryInMs: retryMs },
+        `${what}: PostgreSQL or NATS is not reachable; trying again`,
+      );
     }
     const until = Date.now() + retryMs;
-    while (Date.now() < until && !opts.stopping()) await new Promise((r) => setTimeout(r, Math.min(100, until - Date.now())));
+    while (Date.now() < until && !opts.stopping())
+      await new Promise((r) => setTimeout(r, Math.min(100, until - Date.now())));
     retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
   }
 }

@@ -5,14 +5,31 @@
 //   signed with X-Acme-Signature: hex HMAC-SHA256(webhookSecret, raw body).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Type } from 'typebox';
-import { definePlugin, permanentError, rateLimitedError, retryAfterMs, transientError } from '@ens/plugin-sdk';
+import {
+  definePlugin,
+  permanentError,
+  rateLimitedError,
+  retryAfterMs,
+  transientError,
+} from '@ens/plugin-sdk';
 
 const Config = Type.Object(
   {
     apiKey: Type.String({ minLength: 1, description: 'Acme API key' }),
-    from: Type.String({ minLength: 1, maxLength: 11, description: 'Default sender id; a tenant\'s sender_id overrides it' }),
-    webhookSecret: Type.String({ minLength: 16, description: 'Secret Acme signs status webhooks with' }),
-    baseUrl: Type.String({ default: 'https://api.acme-sms.example', pattern: '^https?://', description: 'API base URL' }),
+    from: Type.String({
+      minLength: 1,
+      maxLength: 11,
+      description: "Default sender id; a tenant's sender_id overrides it",
+    }),
+    webhookSecret: Type.String({
+      minLength: 16,
+      description: 'Secret Acme signs status webhooks with',
+    }),
+    baseUrl: Type.String({
+      default: 'https://api.acme-sms.example',
+      pattern: '^https?://',
+      description: 'API base URL',
+    }),
     timeoutMs: Type.Integer({ default: 10_000, minimum: 100, description: 'Per-request timeout' }),
   },
   { additionalProperties: false },
@@ -21,8 +38,10 @@ const Config = Type.Object(
 /** Acme's answer → how ENS should treat it. The message becomes last_error, so it quotes Acme. */
 async function refusal(res) {
   const body = await res.json().catch(() => ({}));
-  const text = `acme ${res.status} ${body.error?.code ?? ''}: ${body.error?.message ?? res.statusText}`.trim();
-  if (res.status === 429) return rateLimitedError(text, retryAfterMs(res.headers.get('retry-after')));
+  const text =
+    `acme ${res.status} ${body.error?.code ?? ''}: ${body.error?.message ?? res.statusText}`.trim();
+  if (res.status === 429)
+    return rateLimitedError(text, retryAfterMs(res.headers.get('retry-after')));
   if (res.status >= 500 || res.status === 401 || res.status === 403) return transientError(text);
   return permanentError(text);
 }
@@ -45,8 +64,15 @@ export default definePlugin({
         try {
           res = await fetch(`${config.baseUrl}/v1/sms`, {
             method: 'POST',
-            headers: { authorization: `Bearer ${config.apiKey}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ to: message.recipient, from: message.tenantSettings.sender_id ?? config.from, text: message.content.body }),
+            headers: {
+              authorization: `Bearer ${config.apiKey}`,
+              'content-type': 'application/json',
+            },
+            body: JSON.stringify({
+              to: message.recipient,
+              from: message.tenantSettings.sender_id ?? config.from,
+              text: message.content.body,
+            }),
             signal: AbortSignal.timeout(config.timeoutMs),
           });
         } catch (e) {
@@ -61,7 +87,8 @@ export default definePlugin({
           method: 'POST',
           path: '/status',
           async handler(req) {
-            if (!signatureOk(config.webhookSecret, req.rawBody, req.headers['x-acme-signature'])) return { status: 401, body: { error: 'bad signature' } };
+            if (!signatureOk(config.webhookSecret, req.rawBody, req.headers['x-acme-signature']))
+              return { status: 401, body: { error: 'bad signature' } };
             const event = JSON.parse(req.rawBody.toString('utf8'));
             if (event.status === 'delivered' || event.status === 'failed') {
               await context.reportStatus({

@@ -12,6 +12,8 @@ const BANNER = `/**
 /** The TypeScript source of src/schema.d.ts for an OpenAPI document. */
 export async function schemaSource(document: object): Promise<string> {
   // openapi-typescript reads a document object as is; a copy keeps the caller's untouched.
-  const ast = await openapiTS(structuredClone(document) as Parameters<typeof openapiTS>[0], { alphabetize: true });
+  const ast = await openapiTS(structuredClone(document) as Parameters<typeof openapiTS>[0], {
+    alphabetize: true,
+  });
   return BANNER + astToString(ast);
 }

@@ -2,10 +2,14 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { paths } from './schema.js';
 
-type DeliveryRow = paths['/v2/deliveries']['get']['responses'][200]['content']['application/json']['results'][number];
+type DeliveryRow =
+  paths['/v2/deliveries']['get']['responses'][200]['content']['application/json']['results'][number];
 
 /** The body ENS posts to a callback_url: the delivery's terminal state. */
-export type CallbackPayload = Omit<DeliveryRow, 'tenant' | 'event_type' | 'created_at' | 'updated_at' | 'status'> & { status: 'sent' | 'failed' };
+export type CallbackPayload = Omit<
+  DeliveryRow,
+  'tenant' | 'event_type' | 'created_at' | 'updated_at' | 'status'
+> & { status: 'sent' | 'failed' };
 
 export class CallbackVerificationError extends Error {
   constructor(message: string) {
@@ -14,9 +18,14 @@ export class CallbackVerificationError extends Error {
   }
 }
 
-/** The interface's X-ENS-Signature: hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes. */
+/**
+ * The interface's X-ENS-Signature: hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8
+ * bytes.
+ */
 function ensSignatureHolds(body: Buffer, header: string, secret: string): boolean {
-  const expected = Buffer.from(createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex'));
+  const expected = Buffer.from(
+    createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex'),
+  );
   const given = Buffer.from(header.trim().toLowerCase());
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
@@ -29,13 +38,21 @@ function ensSignatureHolds(body: Buffer, header: string, secret: string): boolea
  * Returns the payload; throws CallbackVerificationError otherwise. Use `webhook-id` to drop
  * duplicates: it is the same on every retry of one callback.
  */
-export function verifyCallback(rawBody: Buffer | string, headers: Record<string, string | string[] | undefined> | Headers, secret: string): CallbackPayload {
+export function verifyCallback(
+  rawBody: Buffer | string,
+  headers: Record<string, string | string[] | undefined> | Headers,
+  secret: string,
+): CallbackPayload {
   const get = (name: string): string => {
-    const v = headers instanceof Headers ? headers.get(name) : headers[name] ?? headers[name.toLowerCase()];
+    const v =
+      headers instanceof Headers
+        ? headers.get(name)
+        : (headers[name] ?? headers[name.toLowerCase()]);
     return (Array.isArray(v) ? v[0] : v) ?? '';
   };
   const bytes = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
-  if (!ensSignatureHolds(bytes, get('x-ens-signature'), secret)) throw new CallbackVerificationError('callback refused: X-ENS-Signature is missing or wrong');
+  if (!ensSignatureHolds(bytes, get('x-ens-signature'), secret))
+    throw new CallbackVerificationError('callback refused: X-ENS-Signature is missing or wrong');
   const body = bytes.toString('utf8');
   try {
     return new Webhook(secret).verify(body, {
@@ -44,7 +61,8 @@ export function verifyCallback(rawBody: Buffer | string, headers: Record<string,
       'webhook-signature': get('webhook-signature'),
     }) as CallbackPayload;
   } catch (e) {
-    if (e instanceof WebhookVerificationError) throw new CallbackVerificationError(`callback refused: ${e.message}`);
+    if (e instanceof WebhookVerificationError)
+      throw new CallbackVerificationError(`callback refused: ${e.message}`);
     throw e;
   }
 }

@@ -4,16 +4,24 @@ import { TokenSource, type ClientCredentials } from './tokens.js';
 
 export type EnsApi = Client<paths>;
 export type Handoff = paths['/v2/messages']['post']['requestBody']['content']['application/json'];
-export type AcceptedHandoff = paths['/v2/messages']['post']['responses'][202]['content']['application/json'];
+export type AcceptedHandoff =
+  paths['/v2/messages']['post']['responses'][202]['content']['application/json'];
 /** One entry of a tenant's suppression list, as the API returns it. */
-export type Suppression = paths['/v2/tenants/{tenant}/suppressions/{channel}/{address}']['put']['responses'][201]['content']['application/json'];
+export type Suppression =
+  paths['/v2/tenants/{tenant}/suppressions/{channel}/{address}']['put']['responses'][201]['content']['application/json'];
 
 /** POST /v2/messages with its required Idempotency-Key, typed by the document. */
 const sender = (api: EnsApi) => (handoff: Handoff, idempotencyKey: string) =>
-  api.POST('/v2/messages', { params: { header: { 'idempotency-key': idempotencyKey } }, body: handoff });
+  api.POST('/v2/messages', {
+    params: { header: { 'idempotency-key': idempotencyKey } },
+    body: handoff,
+  });
 
 export interface EnsClientOptions extends ClientCredentials {
-  /** Tokens from elsewhere (shared between clients, or a subclass in a test); default: these credentials. */
+  /**
+   * Tokens from elsewhere (shared between clients, or a subclass in a test); default: these
+   * credentials.
+   */
   tokens?: TokenSource;
 }
 
@@ -59,7 +67,10 @@ export function createEnsClient(opts: EnsClientOptions): EnsClient {
       unsent.delete(id);
     },
   };
-  const api = createClient<paths>({ baseUrl: opts.baseUrl, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+  const api = createClient<paths>({
+    baseUrl: opts.baseUrl,
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+  });
   api.use(auth);
   return {
     api,

@@ -13,7 +13,11 @@ export interface ClientCredentials {
 
 /** The token endpoint refused: its RFC 6749 error (or ENS code), status and detail. */
 export class TokenError extends Error {
-  constructor(readonly status: number, readonly code: string, readonly detail: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+  ) {
     super(`token request failed: ${status} ${code}: ${detail}`);
     this.name = 'TokenError';
   }
@@ -33,7 +37,10 @@ export class TokenSource {
 
   constructor(opts: ClientCredentials) {
     this.#opts = opts;
-    this.#http = createClient<paths>({ baseUrl: opts.baseUrl, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+    this.#http = createClient<paths>({
+      baseUrl: opts.baseUrl,
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    });
   }
 
   /** A token that is valid for a while yet: the cached one, or a fresh one. */
@@ -52,17 +59,28 @@ export class TokenSource {
 
   async #mint(): Promise<string> {
     const { data, error, response } = await this.#http.POST('/v1/oauth2/token/', {
-      body: { grant_type: 'client_credentials', client_id: this.#opts.clientId, client_secret: this.#opts.clientSecret },
+      body: {
+        grant_type: 'client_credentials',
+        client_id: this.#opts.clientId,
+        client_secret: this.#opts.clientSecret,
+      },
       bodySerializer: (body) => new URLSearchParams(body as Record<string, string>),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     if (!data) {
       const e = (error ?? {}) as { code?: string; error?: string; detail?: string };
-      throw new TokenError(response.status, e.error ?? e.code ?? 'unknown', e.detail ?? response.statusText);
+      throw new TokenError(
+        response.status,
+        e.error ?? e.code ?? 'unknown',
+        e.detail ?? response.statusText,
+      );
     }
     const lifetime = data.expires_in;
     const early = Math.min(this.#opts.refreshBeforeSeconds ?? 60, lifetime / 2);
-    this.#current = { token: data.access_token, refreshAtMs: Date.now() + (lifetime - early) * 1000 };
+    this.#current = {
+      token: data.access_token,
+      refreshAtMs: Date.now() + (lifetime - early) * 1000,
+    };
     this.minted++;
     return data.access_token;
   }

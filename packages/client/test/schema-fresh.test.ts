@@ -13,5 +13,9 @@ t.test('the committed schema.d.ts equals a fresh generation from the live docume
   const committed = await readFile(new URL('../src/schema.d.ts', import.meta.url), 'utf8');
   const fresh = await schemaSource(doc);
   t.ok(fresh.includes('"/v2/messages"'), 'the generation has the API');
-  t.equal(committed, fresh, 'src/schema.d.ts is current (regenerate with `npm run generate -w @ens/client -- <ENS URL>`)');
+  t.equal(
+    committed,
+    fresh,
+    'src/schema.d.ts is current (regenerate with `npm run generate -w @ens/client -- <ENS URL>`)',
+  );
 });

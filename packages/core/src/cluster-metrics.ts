@@ -20,7 +20,10 @@ if (cluster.isWorker) {
   new AggregatorRegistry();
 }
 
-/** The Prometheus text for /metrics: this process's registry, or the whole serve's under a supervisor. */
+/**
+ * The Prometheus text for /metrics: this process's registry, or the whole serve's under a
+ * supervisor.
+ */
 export async function metricsText(): Promise<string> {
   if (!cluster.isWorker || !process.connected) return metricsRegistry.metrics();
   return askSupervisor<string>(CHANNEL, null, TIMEOUT_MS);

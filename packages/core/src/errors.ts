@@ -17,7 +17,9 @@ export interface HttpErrorOptions {
   cause?: unknown;
 }
 
-/** An API answer: an error with the HTTP status it maps to. The registry `Errors` makes every one. */
+/**
+ * An API answer: an error with the HTTP status it maps to. The registry `Errors` makes every one.
+ */
 export class HttpError extends EnsError {
   static override readonly code: string = 'ENS_ERR_HTTP';
   readonly status: number;
@@ -47,9 +49,14 @@ export const Errors = {
    * `detail` only, as the interface says; `WWW-Authenticate: Bearer`).
    */
   authRequired: () =>
-    new HttpError('ENS_ERR_AUTH_TOKEN_REQUIRED', 401, 'This endpoint requires a client-credentials token.', {
-      headers: { 'www-authenticate': 'Bearer' },
-    }),
+    new HttpError(
+      'ENS_ERR_AUTH_TOKEN_REQUIRED',
+      401,
+      'This endpoint requires a client-credentials token.',
+      {
+        headers: { 'www-authenticate': 'Bearer' },
+      },
+    ),
   /** the token endpoint: client authentication failed (RFC 6749). */
   oauthInvalidClient: () =>
     new HttpError('invalid_client', 401, 'Client authentication failed.', {
@@ -57,7 +64,11 @@ export const Errors = {
     }),
   /** the token endpoint: a grant other than `client_credentials` (RFC 6749). */
   oauthUnsupportedGrant: (grant: string) =>
-    new HttpError('unsupported_grant_type', 400, `Grant type "${grant}" is not supported; use client_credentials.`),
+    new HttpError(
+      'unsupported_grant_type',
+      400,
+      `Grant type "${grant}" is not supported; use client_credentials.`,
+    ),
   /** the token endpoint: a malformed request, or one not form-encoded (RFC 6749). */
   oauthInvalidRequest: (detail: string) => new HttpError('invalid_request', 400, detail),
   /**
@@ -73,7 +84,11 @@ export const Errors = {
   badRequest: (detail: string) => new HttpError('ENS_ERR_BAD_REQUEST', 400, detail),
   /** `POST /v2/messages` without an `Idempotency-Key`. */
   idempotencyKeyMissing: () =>
-    new HttpError('ENS_ERR_IDEMPOTENCY_KEY_MISSING', 400, 'The Idempotency-Key header is required on POST /v2/messages.'),
+    new HttpError(
+      'ENS_ERR_IDEMPOTENCY_KEY_MISSING',
+      400,
+      'The Idempotency-Key header is required on POST /v2/messages.',
+    ),
   /** an `Idempotency-Key` reused with another body. */
   idempotencyKeyReused: () =>
     new HttpError(
@@ -90,16 +105,32 @@ export const Errors = {
     ),
   /** an unknown tenant. */
   tenantNotFound: (tenant: string) =>
-    new HttpError('ENS_ERR_TENANT_NOT_FOUND', 404, `Tenant "${tenant}" does not exist for this client.`),
+    new HttpError(
+      'ENS_ERR_TENANT_NOT_FOUND',
+      404,
+      `Tenant "${tenant}" does not exist for this client.`,
+    ),
   /** deleting a tenant that still has messages. */
   tenantInUse: (tenant: string) =>
-    new HttpError('ENS_ERR_TENANT_IN_USE', 409, `Tenant "${tenant}" has messages and cannot be deleted.`),
+    new HttpError(
+      'ENS_ERR_TENANT_IN_USE',
+      409,
+      `Tenant "${tenant}" has messages and cannot be deleted.`,
+    ),
   /** deleting a push device the user does not have. */
   deviceNotFound: (userId: string, tenant: string) =>
-    new HttpError('ENS_ERR_DEVICE_NOT_FOUND', 404, `User "${userId}" of tenant "${tenant}" has no device with this token.`),
+    new HttpError(
+      'ENS_ERR_DEVICE_NOT_FOUND',
+      404,
+      `User "${userId}" of tenant "${tenant}" has no device with this token.`,
+    ),
   /** a user's 101st push device. */
   tooManyDevices: (userId: string, max: number) =>
-    new HttpError('ENS_ERR_TOO_MANY_DEVICES', 409, `User "${userId}" already has ${max} devices; delete old ones before adding another.`),
+    new HttpError(
+      'ENS_ERR_TOO_MANY_DEVICES',
+      409,
+      `User "${userId}" already has ${max} devices; delete old ones before adding another.`,
+    ),
   /** deleting a suppression entry that does not exist. */
   suppressionNotFound: (channel: string, address: string, tenant: string, scope?: string) =>
     new HttpError(
@@ -143,15 +174,26 @@ export const Errors = {
       { headers: { 'retry-after': String(retryAfterSeconds) } },
     ),
   /** a `/v2/` request that is not JSON. */
-  unsupportedMediaType: (detail: string) => new HttpError('ENS_ERR_UNSUPPORTED_MEDIA_TYPE', 415, detail),
+  unsupportedMediaType: (detail: string) =>
+    new HttpError('ENS_ERR_UNSUPPORTED_MEDIA_TYPE', 415, detail),
   /**
    * the request line and headers are over 16 KB (Node's HTTP parser refuses them before any route);
    * send long values in the body.
    */
-  headersTooLarge: () => new HttpError('ENS_ERR_HEADERS_TOO_LARGE', 431, 'The request line and headers are larger than 16 KB; send long values in the body.'),
+  headersTooLarge: () =>
+    new HttpError(
+      'ENS_ERR_HEADERS_TOO_LARGE',
+      431,
+      'The request line and headers are larger than 16 KB; send long values in the body.',
+    ),
   /**
    * an error ENS did not expect; it is logged with the request id the answer's `x-request-id`
    * header gives.
    */
-  internal: () => new HttpError('ENS_ERR_INTERNAL', 500, 'Internal error; the request id in the x-request-id header identifies it in the logs.'),
+  internal: () =>
+    new HttpError(
+      'ENS_ERR_INTERNAL',
+      500,
+      'Internal error; the request id in the x-request-id header identifies it in the logs.',
+    ),
 } as const;

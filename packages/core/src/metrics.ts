@@ -28,14 +28,16 @@ export const attemptsTotal = new Counter({
 
 export const suppressedSends = new Counter({
   name: 'ens_suppressed_sends_total',
-  help: 'Deliveries the suppression list stopped before any provider call, by the entry\'s reason',
+  help: "Deliveries the suppression list stopped before any provider call, by the entry's reason",
   labelNames: ['channel', 'reason'],
   registers: [metricsRegistry],
 });
 
 export const suppressionReports = new Counter({
   name: 'ens_suppression_reports_total',
-  help: 'Reports about recipients (refusals, bounces, complaints, opt-outs, opt-ins, unsubscribes) by source and kind',
+  help:
+    'Reports about recipients (refusals, bounces, complaints, opt-outs, opt-ins, unsubscribes) ' +
+    'by source and kind',
   labelNames: ['source', 'kind'],
   registers: [metricsRegistry],
 });
@@ -49,7 +51,9 @@ export const callbackPosts = new Counter({
 
 export const callbacksDeferred = new Counter({
   name: 'ens_callbacks_deferred_total',
-  help: "Callback wake-ups handed back to the queue because their client's receiver is slow and its share of the post slots is full",
+  help:
+    "Callback wake-ups handed back to the queue because their client's receiver is slow and its " +
+    'share of the post slots is full',
   registers: [metricsRegistry],
 });
 
@@ -70,7 +74,7 @@ export const providerPace = new Gauge({
 
 export const providerPaceWaiting = new Gauge({
   name: 'ens_provider_pace_waiting',
-  help: 'Sends of this process waiting for their provider\'s pace',
+  help: "Sends of this process waiting for their provider's pace",
   labelNames: ['provider'],
   registers: [metricsRegistry],
 });
@@ -120,7 +124,9 @@ export const jobDuration = new Histogram({
 
 export const jobFailures = new Counter({
   name: 'ens_job_failures_total',
-  help: 'Passes of a periodic job that failed (each is logged as a warning; the next pass tries again)',
+  help:
+    'Passes of a periodic job that failed (each is logged as a warning; the next pass tries ' +
+    'again)',
   labelNames: ['job'],
   registers: [metricsRegistry],
 });
@@ -132,9 +138,20 @@ export const sweeperRequeued = new Counter({
   registers: [metricsRegistry],
 });
 
+export const leaderChangeRewoken = new Counter({
+  name: 'ens_leader_change_rewoken_total',
+  help:
+    'Deliveries and callbacks still waiting after their due time since their consumer elected ' +
+    'a leader, woken again (a nak the old leader answered and lost)',
+  labelNames: ['kind'],
+  registers: [metricsRegistry],
+});
+
 export const providerUp = new Gauge({
   name: 'ens_provider_up',
-  help: '1 while a provider takes sends for its channel, 0 while it is taken out after transient failures',
+  help:
+    '1 while a provider takes sends for its channel, 0 while it is taken out after transient ' +
+    'failures',
   labelNames: ['channel', 'provider'],
   registers: [metricsRegistry],
   // Each process has its own fail-over breaker: 0 when any process has taken the provider out.

@@ -4,7 +4,8 @@ import type { AttemptResult } from './store/deliveries.ts';
 /*
  * ENS's retry policy, for provider sends and callback posts alike: whether a failed attempt is
  * tried again, after how long, when ENS gives up, and how long one attempt may take. The worker and
- * the callbacks role ask this module and decide nothing themselves; a change of policy is made here.
+ * the callbacks role ask this module and decide nothing themselves; a change of policy is made
+ * here.
  *
  * The schedules are the operator's: ENS_RETRY_BACKOFF for sends and ENS_CALLBACK_BACKOFF for
  * callbacks, declared with their defaults in config/variables.ts (every variable is declared there)
@@ -17,7 +18,8 @@ import type { AttemptResult } from './store/deliveries.ts';
 /**
  * The wait before the next attempt once attempt number `attempt` (counted from 1) has failed, read
  * from a back-off schedule in milliseconds: the nth delay follows the nth attempt, so a schedule of
- * n delays allows n + 1 attempts in all. Null when the schedule is spent and the caller must give up.
+ * n delays allows n + 1 attempts in all. Null when the schedule is spent and the caller must give
+ * up.
  *
  * @example nextRetryDelay([1000, 10_000], 2) // 10_000: attempt 3 is the last
  * @example nextRetryDelay([1000, 10_000], 3) // null
@@ -35,16 +37,37 @@ export function nextRetryDelay(schedule: readonly number[], attempt: number): nu
  *
  * @example decideSendRetry(transientError('503'), 1, [1000, 10_000], 'twilio') // { outcome: 'retry', delayMs: 1000, … }
  */
-export function decideSendRetry(err: unknown, attempt: number, schedule: readonly number[], provider: string): AttemptResult {
-  const { kind, message, retryAfterMs, recipientRefusal, recipientEventTypeOnly } = classifyError(err);
+export function decideSendRetry(
+  err: unknown,
+  attempt: number,
+  schedule: readonly number[],
+  provider: string,
+): AttemptResult {
+  const { kind, message, retryAfterMs, recipientRefusal, recipientEventTypeOnly } =
+    classifyError(err);
   if (kind === 'permanent') {
-    return recipientRefusal ? { outcome: 'failed', provider, error: message, kind, recipientRefusal, recipientEventTypeOnly } : { outcome: 'failed', provider, error: message, kind };
+    return recipientRefusal
+      ? {
+          outcome: 'failed',
+          provider,
+          error: message,
+          kind,
+          recipientRefusal,
+          recipientEventTypeOnly,
+        }
+      : { outcome: 'failed', provider, error: message, kind };
   }
   const scheduled = nextRetryDelay(schedule, attempt);
   if (scheduled === null) {
-    return { outcome: 'failed', provider, error: `${message} (gave up after ${attempt} attempts)`, kind };
+    return {
+      outcome: 'failed',
+      provider,
+      error: `${message} (gave up after ${attempt} attempts)`,
+      kind,
+    };
   }
-  const delayMs = kind === 'rate_limited' && retryAfterMs !== undefined ? Math.max(retryAfterMs, 0) : scheduled;
+  const delayMs =
+    kind === 'rate_limited' && retryAfterMs !== undefined ? Math.max(retryAfterMs, 0) : scheduled;
   return { outcome: 'retry', provider, error: message, delayMs, kind };
 }
 
@@ -55,13 +78,18 @@ export function decideSendRetry(err: unknown, attempt: number, schedule: readonl
  * letters at once: retrying cannot help, and an operator replays it once the secret or the master
  * key is put right.
  */
-export function decideCallbackRetry(post: { ok: boolean; signed: boolean }, attemptInRound: number, schedule: readonly number[]): number | null {
+export function decideCallbackRetry(
+  post: { ok: boolean; signed: boolean },
+  attemptInRound: number,
+  schedule: readonly number[],
+): number | null {
   return post.ok || !post.signed ? null : nextRetryDelay(schedule, attemptInRound);
 }
 
 /**
  * A provider call that has not answered within this share of the lease is treated as a transient
- * failure, so the lease always outlives the send and a slow send is never handed to a second worker.
+ * failure, so the lease always outlives the send and a slow send is never handed to a second
+ * worker.
  */
 const SEND_SHARE_OF_LEASE = 0.8;
 const MAX_SEND_TIMEOUT_MS = 30_000;
@@ -71,7 +99,10 @@ export function sendTimeoutMs(leaseMs: number): number {
   return Math.min(MAX_SEND_TIMEOUT_MS, leaseMs * SEND_SHARE_OF_LEASE);
 }
 
-/** Time a callback's lease leaves for recording its post once the receiver has answered or timed out. */
+/**
+ * Time a callback's lease leaves for recording its post once the receiver has answered or timed
+ * out.
+ */
 const CALLBACK_RECORD_MS = 5_000;
 
 /**

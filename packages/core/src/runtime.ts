@@ -8,6 +8,7 @@ import { DirectoryMediaStore } from './media/directory-store.ts';
 import type { MediaStore } from './media/media-store.ts';
 import { S3MediaStore } from './media/s3-store.ts';
 import { measureBacklogIn } from './backlog.ts';
+import { logSerializers } from './log-redaction.ts';
 import { connectNats, ensureTopology } from './nats/topology.ts';
 import { resolveMasterKey } from './secrets/master-key.ts';
 import { deriveKey, SecretBox } from './secrets/secret-box.ts';
@@ -16,6 +17,7 @@ import { ClientStore } from './store/clients.ts';
 import { DeliveryStore } from './store/deliveries.ts';
 import { TenantStore } from './store/tenants.ts';
 import { DeviceStore } from './store/devices.ts';
+import { ProcessSession, SessionReaper } from './store/process-sessions.ts';
 import { SuppressionStore } from './store/suppressions.ts';
 
 /** Everything a role needs, opened once per process. */
@@ -33,10 +35,19 @@ export interface Runtime {
   deliveries: DeliveryStore;
   callbacks: CallbackStore;
   suppressions: SuppressionStore;
+  /**
+   * This process's session, which its claims record (store/process-sessions.ts): started by the
+   * roles that claim (worker, callbacks), ended when the last of them stops.
+   */
+  session: ProcessSession;
+  /** Ends the sessions of dead or paused processes and their claims (the dead-sessions job). */
+  reaper: SessionReaper;
   media: MediaStore;
   /** Key for signing access tokens, derived from the master key. */
   tokenKey: Buffer;
-  /** Key for the signed per-delivery tokens: return paths (VERP) and one-click unsubscribe links. */
+  /**
+   * Key for the signed per-delivery tokens: return paths (VERP) and one-click unsubscribe links.
+   */
   consentKey: Buffer;
   /** Declares the JetStream topology again (after a NATS restart that lost its store). */
   redeclareTopology(): Promise<unknown>;
@@ -52,18 +63,31 @@ export interface Runtime {
 async function openMediaStore(config: Config): Promise<MediaStore> {
   const m = config.media;
   if (m.kind === 'directory') return new DirectoryMediaStore(path.join(config.dataDir, 'media'));
-  const store = new S3MediaStore({ bucket: m.bucket, region: m.region, endpoint: m.endpoint, forcePathStyle: m.forcePathStyle, prefix: m.prefix });
+  const store = new S3MediaStore({
+    bucket: m.bucket,
+    region: m.region,
+    endpoint: m.endpoint,
+    forcePathStyle: m.forcePathStyle,
+    prefix: m.prefix,
+  });
   try {
     await store.check();
   } catch (e) {
     store.close();
-    throw new ConfigError(`ENS_MEDIA_STORE=s3: ${(e as Error).message} (check ENS_S3_BUCKET, ENS_S3_REGION, ENS_S3_ENDPOINT and the AWS credentials)`);
+    throw new ConfigError(
+      `ENS_MEDIA_STORE=s3: ${(e as Error).message} (check ENS_S3_BUCKET, ENS_S3_REGION, ENS_S3_ENDPOINT and the AWS credentials)`,
+    );
   }
   return store;
 }
 
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({ level: config.logLevel, base: { service: 'ens' } });
+export function createLogger(
+  config: Pick<Config, 'logLevel'>,
+  destination?: pino.DestinationStream,
+): Logger {
+  // The serializers keep secret query values out of every logged URL (log-redaction.ts).
+  const options = { level: config.logLevel, base: { service: 'ens' }, serializers: logSerializers };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /** How long closing waits for NATS subscriptions to drain before it closes the connection. */
@@ -84,7 +108,11 @@ const POOL = { db: 26, leases: 20, keyed: 4 };
 export function poolSizes(processes: number): { db: number; leases: number; keyed: number } {
   if (processes <= 1) return POOL;
   // keyed: two finishes in flight and the feed stamper.
-  return { db: Math.max(8, Math.ceil(POOL.db / processes)), leases: Math.max(4, Math.ceil(POOL.leases / processes)), keyed: Math.max(3, Math.ceil(POOL.keyed / processes)) };
+  return {
+    db: Math.max(8, Math.ceil(POOL.db / processes)),
+    leases: Math.max(4, Math.ceil(POOL.leases / processes)),
+    keyed: Math.max(3, Math.ceil(POOL.keyed / processes)),
+  };
 }
 
 /**
@@ -100,9 +128,32 @@ export async function openRuntime(
   const masterKey = await resolveMasterKey(config.masterKey, config.dataDir);
   const box = new SecretBox(masterKey);
   const pools = poolSizes(opts.processes ?? 1);
-  const db = createPool(urls.databaseUrl, { max: pools.db });
-  const leases = createAsyncCommitPool(urls.databaseUrl, { max: pools.leases, applicationName: 'ens-leases', byIds: true });
-  const keyed = createPool(urls.databaseUrl, { max: pools.keyed, applicationName: 'ens-keyed', byIds: true });
+  /*
+   * A process paused (SIGSTOP, a frozen VM) inside a transaction kept its row locks, and with them
+   * the dead-sessions job, which waited on those rows, for the whole pause: in the soak, a worker
+   * paused for 62 s held up the retry of every process's lost work, and deliveries waited 62-116 s
+   * (2026-11-27, round 43). PostgreSQL now ends such a session after twice ENS_SESSION_TIMEOUT,
+   * rolling its transaction back; the process, once resumed, finds its connection gone and tries
+   * again on another, and its claims were ended meanwhile as a dead session's are. No ENS
+   * transaction waits on anything but PostgreSQL between its statements.
+   */
+  const idleInTransactionMs = 2 * config.sessionTimeoutMs;
+  const db = createPool(urls.databaseUrl, { max: pools.db, idleInTransactionMs });
+  const leases = createAsyncCommitPool(urls.databaseUrl, {
+    max: pools.leases,
+    applicationName: 'ens-leases',
+    byIds: true,
+    idleInTransactionMs,
+  });
+  const keyed = createPool(urls.databaseUrl, {
+    max: pools.keyed,
+    applicationName: 'ens-keyed',
+    byIds: true,
+    idleInTransactionMs,
+  });
+  // One connection of its own: a beat never waits behind the work in the other pools.
+  const beats = createPool(urls.databaseUrl, { max: 1, applicationName: 'ens-session' });
+  const session = new ProcessSession(beats, config.sessionTimeoutMs, logger);
   let nc: NatsConnection | undefined;
   try {
     nc = await connectNats(urls.natsUrl, 'ens');
@@ -116,9 +167,12 @@ export async function openRuntime(
       for await (const s of conn.status()) {
         if (s.type !== 'reconnect') continue;
         // The consume loops first: they need only their consumers' leaders (and declare what is
-        // gone themselves), not the meta leader an election after a lost node may still be choosing.
+        // gone themselves), not the meta leader an election after a lost node may still be
+        // choosing.
         for (const l of reconnectListeners) l();
-        await redeclareTopology().catch((err: unknown) => logger.warn({ err }, 'could not re-declare JetStream topology'));
+        await redeclareTopology().catch((err: unknown) =>
+          logger.warn({ err }, 'could not re-declare JetStream topology'),
+        );
       }
     })();
     const media = await openMediaStore(config);
@@ -134,9 +188,15 @@ export async function openRuntime(
       tenants: new TenantStore(db),
       devices: new DeviceStore(db),
       // The stores publish the next stage's wake-ups themselves, after their own commits.
-      deliveries: new DeliveryStore(db, { leases, keyed }, { nc: conn, logger }),
-      callbacks: new CallbackStore(db, leases, { nc: conn, logger }),
-      suppressions: new SuppressionStore(db, { softBounceHoldMs: config.consent.softBounceHoldMs }, { nc: conn, logger }),
+      deliveries: new DeliveryStore(db, { leases, keyed }, { nc: conn, logger }, session),
+      callbacks: new CallbackStore(db, leases, { nc: conn, logger }, session),
+      suppressions: new SuppressionStore(
+        db,
+        { softBounceHoldMs: config.consent.softBounceHoldMs },
+        { nc: conn, logger },
+      ),
+      session,
+      reaper: new SessionReaper(db, session, { nc: conn, logger }),
       media,
       tokenKey: deriveKey(masterKey, 'access-token'),
       consentKey: deriveKey(masterKey, 'consent-tokens'),
@@ -147,14 +207,17 @@ export async function openRuntime(
         measureBacklogIn(null);
         // A drain waits for every subscription to finish; one left open by a role that failed to
         // start (a port in use) would keep the process from ever exiting. Bounded, then closed.
-        await Promise.race([conn.drain(), new Promise((r) => setTimeout(r, DRAIN_WAIT_MS).unref())]).catch(() => {});
+        await Promise.race([
+          conn.drain(),
+          new Promise((r) => setTimeout(r, DRAIN_WAIT_MS).unref()),
+        ]).catch(() => {});
         await conn.close().catch(() => {});
-        await Promise.all([db.end(), leases.end(), keyed.end()]);
+        await Promise.all([db.end(), leases.end(), keyed.end(), beats.end()]);
       },
     };
   } catch (e) {
     await nc?.close().catch(() => {});
-    await Promise.all([db.end(), leases.end(), keyed.end()]);
+    await Promise.all([db.end(), leases.end(), keyed.end(), beats.end()]);
     throw e;
   }
 }

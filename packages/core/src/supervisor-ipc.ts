@@ -22,7 +22,10 @@ const asked = (channel: string) => `${channel}?`;
 const replied = (channel: string) => `${channel}!`;
 
 let nextId = 0;
-const waiting = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+const waiting = new Map<
+  string,
+  { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+>();
 let listening = false;
 
 /** In a child: asks the supervisor on `channel`; rejects after `timeoutMs` without an answer. */
@@ -45,7 +48,9 @@ export function askSupervisor<A>(channel: string, payload: unknown, timeoutMs: n
   return new Promise<A>((resolve, reject) => {
     const timer = setTimeout(() => {
       waiting.delete(key);
-      reject(new Error(`the supervising process did not answer on ${channel} within ${timeoutMs} ms`));
+      reject(
+        new Error(`the supervising process did not answer on ${channel} within ${timeoutMs} ms`),
+      );
     }, timeoutMs);
     waiting.set(key, { resolve: resolve as (v: unknown) => void, reject, timer });
     process.send!({ type: asked(channel), id, payload } satisfies Question);
@@ -58,8 +63,11 @@ export function answerChildren<Q, A>(channel: string, answer: (q: Q) => Promise<
     if (m?.type !== asked(channel) || typeof m.id !== 'number') return;
     const id = m.id;
     answer(m.payload as Q).then(
-      (value) => worker.isConnected() && worker.send({ type: replied(channel), id, value } satisfies Reply),
-      (e: Error) => worker.isConnected() && worker.send({ type: replied(channel), id, error: e.message } satisfies Reply),
+      (value) =>
+        worker.isConnected() && worker.send({ type: replied(channel), id, value } satisfies Reply),
+      (e: Error) =>
+        worker.isConnected() &&
+        worker.send({ type: replied(channel), id, error: e.message } satisfies Reply),
     );
   });
 }

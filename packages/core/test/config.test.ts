@@ -18,11 +18,22 @@ t.test('defaults are the documented ones', async (t) => {
   t.equal(c.publicUrl, 'http://127.0.0.1:8080');
   t.equal(c.ops, null, 'no console sign-in until ENS_OPS_ISSUER is set');
   const ops = loadConfig({
-    ENS_PUBLIC_URL: 'https://ens.example.com/', ENS_OPS_ISSUER: 'https://id.example.com', ENS_OPS_CLIENT_ID: 'ens', ENS_OPS_CLIENT_SECRET: 's',
-    ENS_OPS_SUPERUSERS: 'Ada@Example.com, 248289761001', ENS_OPS_SUPERUSER_GROUP: 'ens-admins',
+    ENS_PUBLIC_URL: 'https://ens.example.com/',
+    ENS_OPS_ISSUER: 'https://id.example.com',
+    ENS_OPS_CLIENT_ID: 'ens',
+    ENS_OPS_CLIENT_SECRET: 's',
+    ENS_OPS_SUPERUSERS: 'Ada@Example.com, 248289761001',
+    ENS_OPS_SUPERUSER_GROUP: 'ens-admins',
   });
   t.equal(ops.publicUrl, 'https://ens.example.com', 'no trailing slash');
-  t.match(ops.ops, { issuer: 'https://id.example.com', scopes: 'openid email profile', groupsClaim: 'groups', superuserGroup: 'ens-admins', superusers: ['ada@example.com', '248289761001'], sessionTtlMs: 8 * 3_600_000 });
+  t.match(ops.ops, {
+    issuer: 'https://id.example.com',
+    scopes: 'openid email profile',
+    groupsClaim: 'groups',
+    superuserGroup: 'ens-admins',
+    superusers: ['ada@example.com', '248289761001'],
+    sessionTtlMs: 8 * 3_600_000,
+  });
   t.ok(Object.isFrozen(c), 'configuration is frozen');
 });
 
@@ -48,17 +59,34 @@ t.test('a bad variable stops start-up with its name in the message', async (t) =
     [{ ENS_LOG_LEVEL: 'loud' }, /^ENS_LOG_LEVEL/],
     [{ ENS_PROVIDERS: 'sms=@x/a,sms=@x/b' }, /^ENS_PROVIDERS: sms is named twice/],
     [{ ENS_PROVIDERS: 'sms=@x/a|@x/a' }, /^ENS_PROVIDERS: sms lists a provider twice/],
-    [{ ENS_PROVIDERS: 'sms=./my plugin' }, /^ENS_PROVIDERS: sms=\.\/my plugin: "\.\/my plugin" is not an npm package name/],
+    [
+      { ENS_PROVIDERS: 'sms=./my plugin' },
+      /^ENS_PROVIDERS: sms=\.\/my plugin: "\.\/my plugin" is not an npm package name/,
+    ],
     [{ ENS_FAILOVER_THRESHOLD: '0' }, /^ENS_FAILOVER_THRESHOLD/],
     [{ ENS_FAILOVER_COOLDOWN: 'later' }, /^ENS_FAILOVER_COOLDOWN/],
     [{ ENS_MEDIA_STORE: 'ftp' }, /^ENS_MEDIA_STORE/],
     [{ ENS_MEDIA_STORE: 's3' }, /^ENS_S3_BUCKET: required when ENS_MEDIA_STORE=s3/],
     [{ ENS_S3_BUCKET: 'images' }, /^ENS_S3_BUCKET: is set, but ENS_MEDIA_STORE is not s3/],
     [{ ENS_MEDIA_STORE: 's3', ENS_S3_BUCKET: 'Bad_Bucket' }, /^ENS_S3_BUCKET/],
-    [{ ENS_OPS_ISSUER: 'https://id.example.com' }, /^ENS_OPS_CLIENT_ID: required when ENS_OPS_ISSUER is set/],
+    [
+      { ENS_OPS_ISSUER: 'https://id.example.com' },
+      /^ENS_OPS_CLIENT_ID: required when ENS_OPS_ISSUER is set/,
+    ],
     [{ ENS_OPS_SUPERUSERS: 'ada@example.com' }, /^ENS_OPS_SUPERUSERS: is set, but ENS_OPS_ISSUER/],
-    [{ ENS_OPS_ISSUER: 'id.example.com', ENS_OPS_CLIENT_ID: 'a', ENS_OPS_CLIENT_SECRET: 'b' }, /^ENS_OPS_ISSUER/],
-    [{ ENS_OPS_ISSUER: 'https://id.example.com', ENS_OPS_CLIENT_ID: 'a', ENS_OPS_CLIENT_SECRET: 'b', ENS_OPS_SCOPES: 'email' }, /^ENS_OPS_SCOPES/],
+    [
+      { ENS_OPS_ISSUER: 'id.example.com', ENS_OPS_CLIENT_ID: 'a', ENS_OPS_CLIENT_SECRET: 'b' },
+      /^ENS_OPS_ISSUER/,
+    ],
+    [
+      {
+        ENS_OPS_ISSUER: 'https://id.example.com',
+        ENS_OPS_CLIENT_ID: 'a',
+        ENS_OPS_CLIENT_SECRET: 'b',
+        ENS_OPS_SCOPES: 'email',
+      },
+      /^ENS_OPS_SCOPES/,
+    ],
     [{ ENS_PUBLIC_URL: 'ens.example.com' }, /^ENS_PUBLIC_URL/],
   ];
   for (const [env, message] of cases) {
@@ -68,12 +96,31 @@ t.test('a bad variable stops start-up with its name in the message', async (t) =
 });
 
 t.test('providers and back-off schedules parse', async (t) => {
-  const c = loadConfig({ ENS_PROVIDERS: 'sms=@acme/plugin-sms | ens-plugin-smpp, email=@acme/plugin-mail', ENS_RETRY_BACKOFF: '100ms, 2s,1m' });
-  t.same(c.providers.sms, ['@acme/plugin-sms', 'ens-plugin-smpp'], '| lists fail-over providers in order');
+  const c = loadConfig({
+    ENS_PROVIDERS: 'sms=@acme/plugin-sms | ens-plugin-smpp, email=@acme/plugin-mail',
+    ENS_RETRY_BACKOFF: '100ms, 2s,1m',
+  });
+  t.same(
+    c.providers.sms,
+    ['@acme/plugin-sms', 'ens-plugin-smpp'],
+    '| lists fail-over providers in order',
+  );
   t.same(c.providers.email, ['@acme/plugin-mail']);
   t.same(c.providers.push, ['@ens/plugin-sandbox'], 'a channel not named stays on the sandbox');
-  const s3 = loadConfig({ ENS_MEDIA_STORE: 's3', ENS_S3_BUCKET: 'ens-images', ENS_S3_ENDPOINT: 'http://127.0.0.1:9000', ENS_S3_FORCE_PATH_STYLE: 'true' });
-  t.same(s3.media, { kind: 's3', bucket: 'ens-images', region: 'us-east-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, prefix: '' });
+  const s3 = loadConfig({
+    ENS_MEDIA_STORE: 's3',
+    ENS_S3_BUCKET: 'ens-images',
+    ENS_S3_ENDPOINT: 'http://127.0.0.1:9000',
+    ENS_S3_FORCE_PATH_STYLE: 'true',
+  });
+  t.same(s3.media, {
+    kind: 's3',
+    bucket: 'ens-images',
+    region: 'us-east-1',
+    endpoint: 'http://127.0.0.1:9000',
+    forcePathStyle: true,
+    prefix: '',
+  });
   t.same(c.retryBackoffMs, [100, 2000, 60_000]);
   t.equal(parseDuration('1.5s'), 1500);
   t.equal(parseDuration('2'), 2000, 'a bare number is seconds');

@@ -24,16 +24,27 @@ const toLoopback: LookupAll = async () => [{ address: '127.0.0.1', family: 4 }];
 
 t.test('a name that resolves to loopback is refused, and nothing connects', async (t) => {
   const before = hits.length;
-  await t.rejects(guardedFetch(`http://rebind.test:${port}/`, {}, { allowPrivate: false, lookup: toLoopback }), {
-    code: 'ENS_ERR_OUTBOUND_REFUSED',
-    message: /resolves to 127\.0\.0\.1/,
-  });
-  await t.rejects(guardedFetch(`http://127.0.0.1:${port}/`, {}, { allowPrivate: false }), { code: 'ENS_ERR_OUTBOUND_REFUSED' }, 'an IP literal too');
+  await t.rejects(
+    guardedFetch(`http://rebind.test:${port}/`, {}, { allowPrivate: false, lookup: toLoopback }),
+    {
+      code: 'ENS_ERR_OUTBOUND_REFUSED',
+      message: /resolves to 127\.0\.0\.1/,
+    },
+  );
+  await t.rejects(
+    guardedFetch(`http://127.0.0.1:${port}/`, {}, { allowPrivate: false }),
+    { code: 'ENS_ERR_OUTBOUND_REFUSED' },
+    'an IP literal too',
+  );
   t.equal(hits.length, before, 'the server saw no request');
 });
 
 t.test('the connection goes to the checked address, with the name as Host', async (t) => {
-  const res = await guardedFetch(`http://pinned.test:${port}/hello`, {}, { allowPrivate: true, lookup: toLoopback });
+  const res = await guardedFetch(
+    `http://pinned.test:${port}/hello`,
+    {},
+    { allowPrivate: true, lookup: toLoopback },
+  );
   t.equal(res.status, 200);
   t.equal(await res.text(), 'ok');
   t.same(hits.at(-1), { url: '/hello', host: `pinned.test:${port}` });
@@ -41,8 +52,16 @@ t.test('the connection goes to the checked address, with the name as Host', asyn
 
 t.test('a redirect is not followed', async (t) => {
   const before = hits.length;
-  const res = await guardedFetch(`http://pinned.test:${port}/redirect`, {}, { allowPrivate: true, lookup: toLoopback });
+  const res = await guardedFetch(
+    `http://pinned.test:${port}/redirect`,
+    {},
+    { allowPrivate: true, lookup: toLoopback },
+  );
   t.equal(res.status, 302, 'the 3xx comes back as it is');
   await res.arrayBuffer();
-  t.same(hits.slice(before).map((h) => h.url), ['/redirect'], 'the redirect target was never requested');
+  t.same(
+    hits.slice(before).map((h) => h.url),
+    ['/redirect'],
+    'the redirect target was never requested',
+  );
 });

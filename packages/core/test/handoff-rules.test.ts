@@ -1,14 +1,25 @@
 import t from 'tap';
 import { normalisePhone, planDeliveries, type Handoff } from '@ens/core';
 
-const sms = (recipients: string[]): Handoff['messages'][number] => ({ channel: 'sms', recipients, content: { kind: 'rendered', body: 'x' } });
-const handoff = (messages: Handoff['messages']): Handoff => ({ tenant: 't', event_type: 'e', messages });
+const sms = (recipients: string[]): Handoff['messages'][number] => ({
+  channel: 'sms',
+  recipients,
+  content: { kind: 'rendered', body: 'x' },
+});
+const handoff = (messages: Handoff['messages']): Handoff => ({
+  tenant: 't',
+  event_type: 'e',
+  messages,
+});
 const codes = (fn: () => unknown) => {
   try {
     fn();
     return null;
   } catch (e) {
-    return { code: (e as { code: string }).code, paths: ((e as { errors: { path: string }[] }).errors ?? []).map((x) => x.path) };
+    return {
+      code: (e as { code: string }).code,
+      paths: ((e as { errors: { path: string }[] }).errors ?? []).map((x) => x.path),
+    };
   }
 };
 
@@ -23,7 +34,10 @@ t.test('phone numbers normalise to + and 8–15 digits', async (t) => {
 });
 
 t.test('one delivery per distinct normalised recipient per channel', async (t) => {
-  const planned = planDeliveries(handoff([sms(['+15551230001', '15551230001', '+1 555 123 0002'])]), { maxRecipients: 10 });
+  const planned = planDeliveries(
+    handoff([sms(['+15551230001', '15551230001', '+1 555 123 0002'])]),
+    { maxRecipients: 10 },
+  );
   t.same(planned, [
     { channel: 'sms', recipient: '+15551230001' },
     { channel: 'sms', recipient: '+15551230002' },
@@ -35,9 +49,29 @@ t.test('every problem is reported at once, each at its path', async (t) => {
     planDeliveries(
       handoff([
         sms(['nope']),
-        { channel: 'sms', recipients: ['+15551230001'], content: { kind: 'template', template_name: 'x', language: 'en' } },
-        { channel: 'whatsapp', recipients: ['+15551230001'], content: { kind: 'template', body_params: ['a\tb', 'c    d', 'e   f'] } },
-        { channel: 'email', recipients: ['not-an-address'], content: { kind: 'rendered', body: 'x', inline_images: [{ cid: 'a', data: 'AA==' }, { cid: 'a', data: 'AA==' }], data: { k: 'v' } } },
+        {
+          channel: 'sms',
+          recipients: ['+15551230001'],
+          content: { kind: 'template', template_name: 'x', language: 'en' },
+        },
+        {
+          channel: 'whatsapp',
+          recipients: ['+15551230001'],
+          content: { kind: 'template', body_params: ['a\tb', 'c    d', 'e   f'] },
+        },
+        {
+          channel: 'email',
+          recipients: ['not-an-address'],
+          content: {
+            kind: 'rendered',
+            body: 'x',
+            inline_images: [
+              { cid: 'a', data: 'AA==' },
+              { cid: 'a', data: 'AA==' },
+            ],
+            data: { k: 'v' },
+          },
+        },
       ]),
       { maxRecipients: 10 },
     ),
@@ -64,6 +98,14 @@ t.test('every problem is reported at once, each at its path', async (t) => {
 });
 
 t.test('recipient limit per entry', async (t) => {
-  t.equal(codes(() => planDeliveries(handoff([sms(['+15551230001', '+15551230002'])]), { maxRecipients: 1 }))?.code, 'ENS_ERR_VALIDATION');
-  t.equal(codes(() => planDeliveries(handoff([sms(['+15551230001'])]), { maxRecipients: 1 })), null);
+  t.equal(
+    codes(() =>
+      planDeliveries(handoff([sms(['+15551230001', '+15551230002'])]), { maxRecipients: 1 }),
+    )?.code,
+    'ENS_ERR_VALIDATION',
+  );
+  t.equal(
+    codes(() => planDeliveries(handoff([sms(['+15551230001'])]), { maxRecipients: 1 })),
+    null,
+  );
 });

@@ -1,6 +1,10 @@
 import type { LookupAddress } from 'node:dns';
 import t from 'tap';
-import { checkOutboundUrl, resolvePublicAddress, type LookupAll } from '../src/outbound/outbound-guard.ts';
+import {
+  checkOutboundUrl,
+  resolvePublicAddress,
+  type LookupAll,
+} from '../src/outbound/outbound-guard.ts';
 
 const PUBLIC = [
   'https://example.com/cb',
@@ -80,7 +84,8 @@ t.test('private, loopback and special-purpose hosts are refused', async (t) => {
   for (const url of PRIVATE) {
     const res = checkOutboundUrl(url, { allowPrivate: false });
     t.equal(res.ok, false, url);
-    if (!res.ok) t.match(res.detail, /not a public address|localhost name/, `${url}: ${res.detail}`);
+    if (!res.ok)
+      t.match(res.detail, /not a public address|localhost name/, `${url}: ${res.detail}`);
   }
 });
 
@@ -88,16 +93,19 @@ t.test('allowPrivate lets private hosts through', async (t) => {
   for (const url of PRIVATE) t.ok(checkOutboundUrl(url, { allowPrivate: true }).ok, url);
 });
 
-t.test('bad schemes, credentials and malformed URLs are refused even with allowPrivate', async (t) => {
-  for (const [url, detail] of ALWAYS_REFUSED) {
-    for (const allowPrivate of [false, true]) {
-      const res = checkOutboundUrl(url, { allowPrivate });
-      t.equal(res.ok, false, `${url} allowPrivate=${allowPrivate}`);
-      if (!res.ok) t.match(res.detail, detail);
-      if (!res.ok) t.notMatch(res.detail, /secret|pw/, 'detail does not echo credentials');
+t.test(
+  'bad schemes, credentials and malformed URLs are refused even with allowPrivate',
+  async (t) => {
+    for (const [url, detail] of ALWAYS_REFUSED) {
+      for (const allowPrivate of [false, true]) {
+        const res = checkOutboundUrl(url, { allowPrivate });
+        t.equal(res.ok, false, `${url} allowPrivate=${allowPrivate}`);
+        if (!res.ok) t.match(res.detail, detail);
+        if (!res.ok) t.notMatch(res.detail, /secret|pw/, 'detail does not echo credentials');
+      }
     }
-  }
-});
+  },
+);
 
 t.test('details read as a phrase after the field name', async (t) => {
   t.same(checkOutboundUrl('http://127.0.0.1/', { allowPrivate: false }), {
@@ -130,7 +138,8 @@ function fakeLookup(answers: Record<string, LookupAddress[] | Error>) {
     calls.push(hostname);
     if (options.all !== true) throw new Error('guard must ask for all addresses');
     const answer = answers[hostname];
-    if (answer === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    if (answer === undefined)
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
     if (answer instanceof Error) throw answer;
     return answer;
   };
@@ -139,10 +148,19 @@ function fakeLookup(answers: Record<string, LookupAddress[] | Error>) {
 
 t.test('resolvePublicAddress', async (t) => {
   const { lookup, calls } = fakeLookup({
-    'public.test': [{ address: '93.184.216.34', family: 4 }, { address: '2606:2800:220:1::1', family: 6 }],
-    'v6first.test': [{ address: '2606:2800:220:1::1', family: 6 }, { address: '93.184.216.34', family: 4 }],
+    'public.test': [
+      { address: '93.184.216.34', family: 4 },
+      { address: '2606:2800:220:1::1', family: 6 },
+    ],
+    'v6first.test': [
+      { address: '2606:2800:220:1::1', family: 6 },
+      { address: '93.184.216.34', family: 4 },
+    ],
     'private.test': [{ address: '10.0.0.5', family: 4 }],
-    'rebind.test': [{ address: '93.184.216.34', family: 4 }, { address: '127.0.0.1', family: 4 }],
+    'rebind.test': [
+      { address: '93.184.216.34', family: 4 },
+      { address: '127.0.0.1', family: 4 },
+    ],
     'mapped.test': [{ address: '::ffff:169.254.169.254', family: 6 }],
     'empty.test': [],
     'garbage.test': [{ address: 'not-an-ip', family: 4 }],
@@ -153,11 +171,15 @@ t.test('resolvePublicAddress', async (t) => {
     address: '93.184.216.34',
     family: 4,
   });
-  t.same(await resolvePublicAddress('v6first.test', { allowPrivate: false, lookup }), {
-    ok: true,
-    address: '2606:2800:220:1::1',
-    family: 6,
-  }, 'resolver order is kept');
+  t.same(
+    await resolvePublicAddress('v6first.test', { allowPrivate: false, lookup }),
+    {
+      ok: true,
+      address: '2606:2800:220:1::1',
+      family: 6,
+    },
+    'resolver order is kept',
+  );
 
   const priv = await resolvePublicAddress('private.test', { allowPrivate: false, lookup });
   t.equal(priv.ok, false, 'DNS answer with a private address is refused');
@@ -171,11 +193,15 @@ t.test('resolvePublicAddress', async (t) => {
   t.equal(mapped.ok, false, 'IPv4-mapped answers are judged by their IPv4 address');
   if (!mapped.ok) t.match(mapped.detail, /linkLocal/);
 
-  t.same(await resolvePublicAddress('private.test', { allowPrivate: true, lookup }), {
-    ok: true,
-    address: '10.0.0.5',
-    family: 4,
-  }, 'allowPrivate accepts and pins private answers');
+  t.same(
+    await resolvePublicAddress('private.test', { allowPrivate: true, lookup }),
+    {
+      ok: true,
+      address: '10.0.0.5',
+      family: 4,
+    },
+    'allowPrivate accepts and pins private answers',
+  );
 
   for (const host of ['empty.test', 'garbage.test', 'missing.test']) {
     const res = await resolvePublicAddress(host, { allowPrivate: true, lookup });
@@ -190,15 +216,26 @@ t.test('resolvePublicAddress', async (t) => {
     address: '93.184.216.34',
     family: 4,
   });
-  t.same(await resolvePublicAddress('[2606:4700:4700::1111]', { allowPrivate: false, lookup }), {
-    ok: true,
-    address: '2606:4700:4700::1111',
-    family: 6,
-  }, 'bracketed IPv6 from URL.hostname');
+  t.same(
+    await resolvePublicAddress('[2606:4700:4700::1111]', { allowPrivate: false, lookup }),
+    {
+      ok: true,
+      address: '2606:4700:4700::1111',
+      family: 6,
+    },
+    'bracketed IPv6 from URL.hostname',
+  );
   t.match(await resolvePublicAddress('[::1]', { allowPrivate: false, lookup }), { ok: false });
   t.match(await resolvePublicAddress('127.0.0.1', { allowPrivate: false, lookup }), { ok: false });
-  t.same(await resolvePublicAddress('[::1]', { allowPrivate: true, lookup }), { ok: true, address: '::1', family: 6 });
-  t.match(await resolvePublicAddress('localhost', { allowPrivate: false, lookup }), { ok: false, detail: /localhost/ });
+  t.same(await resolvePublicAddress('[::1]', { allowPrivate: true, lookup }), {
+    ok: true,
+    address: '::1',
+    family: 6,
+  });
+  t.match(await resolvePublicAddress('localhost', { allowPrivate: false, lookup }), {
+    ok: false,
+    detail: /localhost/,
+  });
   t.same(calls, [], 'IP literals and refused localhost names never hit DNS');
 });
 

@@ -32,7 +32,10 @@ t.test('a send whose wait ended late takes a new time instead of going late', as
   busyUntil(first + 60);
   const sentFor = await wait;
   const lateBy = Date.now() - sentFor;
-  t.ok(sentFor > first, `a new send time was taken (${Math.round(sentFor - first)} ms after the missed one)`);
+  t.ok(
+    sentFor > first,
+    `a new send time was taken (${Math.round(sentFor - first)} ms after the missed one)`,
+  );
   t.ok(lateBy >= 0 && lateBy <= 15, `and the send went at it (${lateBy} ms after)`);
 
   // Undisturbed, a send goes at the time it was given.

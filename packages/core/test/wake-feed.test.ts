@@ -17,19 +17,22 @@ function fakeNats(fail = false) {
   return { nc, published };
 }
 
-t.test('wake-ups within one turn of the event loop publish once, also across microtasks', async (t) => {
-  const { nc, published } = fakeNats();
-  wakeFeed(nc);
-  wakeFeed(nc);
-  await Promise.resolve();
-  wakeFeed(nc);
-  t.same(published, [], 'nothing is published synchronously');
-  await nextTurn();
-  t.same(published, [FEED_WAKE_SUBJECT]);
-  wakeFeed(nc);
-  await nextTurn();
-  t.same(published, [FEED_WAKE_SUBJECT, FEED_WAKE_SUBJECT], 'the next turn publishes again');
-});
+t.test(
+  'wake-ups within one turn of the event loop publish once, also across microtasks',
+  async (t) => {
+    const { nc, published } = fakeNats();
+    wakeFeed(nc);
+    wakeFeed(nc);
+    await Promise.resolve();
+    wakeFeed(nc);
+    t.same(published, [], 'nothing is published synchronously');
+    await nextTurn();
+    t.same(published, [FEED_WAKE_SUBJECT]);
+    wakeFeed(nc);
+    await nextTurn();
+    t.same(published, [FEED_WAKE_SUBJECT, FEED_WAKE_SUBJECT], 'the next turn publishes again');
+  },
+);
 
 t.test('each connection gets its own wake-up', async (t) => {
   const a = fakeNats();

@@ -50,7 +50,11 @@ function pipeLines(stream: Readable | null, onLine: (line: string) => void): voi
 }
 
 export async function spawnEngine(opts: EngineProcessOptions): Promise<EngineProcess> {
-  const { command, args } = await withParentDeathSignal(opts.command, opts.args, opts.parentDeathSignal);
+  const { command, args } = await withParentDeathSignal(
+    opts.command,
+    opts.args,
+    opts.parentDeathSignal,
+  );
   const child: ChildProcess = spawn(command, args, {
     cwd: opts.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -67,7 +71,8 @@ export async function spawnEngine(opts: EngineProcessOptions): Promise<EnginePro
   pipeLines(child.stdout, onLine);
   pipeLines(child.stderr, onLine);
 
-  // Orphaned children of a killed engine can hold the pipes open, so 'close' may come late or never.
+  // Orphaned children of a killed engine can hold the pipes open, so 'close' may come late or
+  // never.
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
 
   let running = true;

@@ -17,7 +17,10 @@ export async function isExecutable(file: string): Promise<boolean> {
 }
 
 /** The first directory in `dirs` that contains every one of `names` as an executable. */
-export async function findDirWith(dirs: readonly string[], names: readonly string[]): Promise<string | undefined> {
+export async function findDirWith(
+  dirs: readonly string[],
+  names: readonly string[],
+): Promise<string | undefined> {
   for (const dir of dirs) {
     const found = await Promise.all(names.map((name) => isExecutable(join(dir, name))));
     if (found.every(Boolean)) return dir;

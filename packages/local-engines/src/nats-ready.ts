@@ -21,6 +21,10 @@ function greets(port: number): Promise<true | undefined> {
   });
 }
 
-export async function waitForNats(port: number, timeoutMs: number, abortIf: () => Error | undefined): Promise<void> {
+export async function waitForNats(
+  port: number,
+  timeoutMs: number,
+  abortIf: () => Error | undefined,
+): Promise<void> {
   await pollUntil(() => greets(port), { intervalMs: 20, timeoutMs, abortIf });
 }

@@ -18,6 +18,8 @@ export interface StartNatsOptions {
   startTimeoutMs?: number;
   /** Makes this server one node of a JetStream cluster (routes between nodes on loopback). */
   cluster?: NatsClusterNode;
+  /** Serves the monitoring endpoints (/connz, /jsz) on this port; none when unset. */
+  monitorPort?: number;
 }
 
 export interface NatsClusterNode {
@@ -33,10 +35,14 @@ export interface NatsClusterNode {
 
 function clusterArgs(c: NatsClusterNode): string[] {
   return [
-    '--server_name', c.serverName,
-    '--cluster_name', c.name,
-    '--cluster', `nats://127.0.0.1:${c.routePort}`,
-    '--routes', c.routePorts.map((p) => `nats://127.0.0.1:${p}`).join(','),
+    '--server_name',
+    c.serverName,
+    '--cluster_name',
+    c.name,
+    '--cluster',
+    `nats://127.0.0.1:${c.routePort}`,
+    '--routes',
+    c.routePorts.map((p) => `nats://127.0.0.1:${p}`).join(','),
   ];
 }
 
@@ -52,7 +58,8 @@ export async function findNatsServer(binDirs?: readonly string[]): Promise<strin
   if (!dir) {
     throw new EngineMissingError(
       'nats',
-      'nats-server not found: install the "nats-server" package (apt-get install -y nats-server) or set NATS_URL',
+      'nats-server not found: install the "nats-server" package (apt-get install -y ' +
+        'nats-server) or set NATS_URL',
       dirs,
     );
   }
@@ -71,17 +78,35 @@ export async function startNats(opts: StartNatsOptions): Promise<NatsHandle> {
     stopSignal: 'SIGTERM',
     portTaken: /address already in use/i,
     async launch(port) {
-      // No -m: a monitoring port would be one more port to collide on.
+      // No -m unless asked for: a monitoring port is one more port to collide on.
       const server = await spawnEngine({
         command: natsServer,
-        args: ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...(opts.cluster ? clusterArgs(opts.cluster) : [])],
+        args: [
+          '-js',
+          '-a',
+          '127.0.0.1',
+          '-p',
+          String(port),
+          '-sd',
+          storeDir,
+          ...(opts.cluster ? clusterArgs(opts.cluster) : []),
+          ...(opts.monitorPort !== undefined ? ['-m', String(opts.monitorPort)] : []),
+        ],
         parentDeathSignal: 'SIGTERM',
         ...(opts.onLog ? { onLog: opts.onLog } : {}),
       });
       try {
-        await waitForNats(port, timeoutMs, () => (server.isRunning() ? undefined : new Error('exited')));
+        await waitForNats(port, timeoutMs, () =>
+          server.isRunning() ? undefined : new Error('exited'),
+        );
       } catch {
-        throw await startFailure('nats', `nats-server on port ${port}`, server, 'SIGTERM', timeoutMs);
+        throw await startFailure(
+          'nats',
+          `nats-server on port ${port}`,
+          server,
+          'SIGTERM',
+          timeoutMs,
+        );
       }
       return server;
     },

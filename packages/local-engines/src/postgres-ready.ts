@@ -23,7 +23,8 @@ async function tryConnect(opts: WaitForPostgresOptions): Promise<pg.Client | und
   client.on('error', () => {});
   try {
     await client.connect();
-    // Accepting a TCP connection is not enough during recovery; a query proves the server is usable.
+    // Accepting a TCP connection is not enough during recovery; a query proves the server is
+    // usable.
     await client.query('select 1');
     return client;
   } catch {
@@ -34,7 +35,11 @@ async function tryConnect(opts: WaitForPostgresOptions): Promise<pg.Client | und
 
 /** Resolves with a connected client once the server answers queries. */
 export function waitForPostgres(opts: WaitForPostgresOptions): Promise<pg.Client> {
-  return pollUntil(() => tryConnect(opts), { intervalMs: 25, timeoutMs: opts.timeoutMs, abortIf: opts.abortIf });
+  return pollUntil(() => tryConnect(opts), {
+    intervalMs: 25,
+    timeoutMs: opts.timeoutMs,
+    abortIf: opts.abortIf,
+  });
 }
 
 /** The server creates no application database by itself; `npm start` expects one to exist. */

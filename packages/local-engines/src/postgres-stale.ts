@@ -69,7 +69,10 @@ async function waitUntilGone(dataDir: string, timeoutMs: number): Promise<number
  *   refuse, so they are removed.
  * A lock file naming a dead pid is left alone: PostgreSQL handles that itself.
  */
-export async function clearStalePostmaster(dataDir: string, log: (line: string) => void = () => {}): Promise<void> {
+export async function clearStalePostmaster(
+  dataDir: string,
+  log: (line: string) => void = () => {},
+): Promise<void> {
   const realDir = await realpath(dataDir);
   const running = await postgresProcessesIn(realDir);
   if (running === undefined) return; // Without /proc we cannot tell ours from a recycled pid; let PostgreSQL decide.
@@ -82,13 +85,22 @@ export async function clearStalePostmaster(dataDir: string, log: (line: string) 
     } else {
       log(`killing ${running.length} PostgreSQL processes orphaned by an earlier run`);
     }
-    const left = postmaster !== undefined && running.includes(postmaster) ? await waitUntilGone(realDir, STOP_GRACE_MS) : running;
+    const left =
+      postmaster !== undefined && running.includes(postmaster)
+        ? await waitUntilGone(realDir, STOP_GRACE_MS)
+        : running;
     for (const pid of left) signal(pid, 'SIGKILL');
     const stuck = await waitUntilGone(realDir, KILL_GRACE_MS);
-    if (stuck.length > 0) throw new Error(`PostgreSQL processes ${stuck.join(', ')} still use ${dataDir} after SIGKILL`);
+    if (stuck.length > 0)
+      throw new Error(
+        `PostgreSQL processes ${stuck.join(', ')} still use ${dataDir} after SIGKILL`,
+      );
   }
 
-  const lockFiles = ['postmaster.pid', ...(await readdir(realDir)).filter((f) => /^\.s\.PGSQL\.\d+\.lock$/.test(f))];
+  const lockFiles = [
+    'postmaster.pid',
+    ...(await readdir(realDir)).filter((f) => /^\.s\.PGSQL\.\d+\.lock$/.test(f)),
+  ];
   for (const file of lockFiles) {
     const pid = await readPid(join(realDir, file));
     if (pid !== undefined && pid !== process.pid && isProcessAlive(pid)) {

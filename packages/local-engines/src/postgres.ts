@@ -49,7 +49,8 @@ function serverArgs(dataDir: string, port: number, opts: StartPostgresOptions): 
   // The socket lives in the data directory so it never collides with a system
   // server's /var/run/postgresql; a path too long for a socket just disables it.
   // TCP only on 127.0.0.1: ENS is the only client, and it runs on this machine.
-  const socketDir = Buffer.byteLength(`${dataDir}/.s.PGSQL.${port}`) <= MAX_SOCKET_PATH ? dataDir : '';
+  const socketDir =
+    Buffer.byteLength(`${dataDir}/.s.PGSQL.${port}`) <= MAX_SOCKET_PATH ? dataDir : '';
   const settings: Record<string, string | number | boolean> = { max_connections: 200 };
   if (opts.fsync === false) {
     // synchronous_commit stays on: without it a commit is acknowledged before its
@@ -58,7 +59,17 @@ function serverArgs(dataDir: string, port: number, opts: StartPostgresOptions): 
     Object.assign(settings, { fsync: false, full_page_writes: false });
   }
   Object.assign(settings, opts.settings);
-  return ['-D', dataDir, '-p', String(port), '-k', socketDir, '-h', '127.0.0.1', ...settingArgs(settings)];
+  return [
+    '-D',
+    dataDir,
+    '-p',
+    String(port),
+    '-k',
+    socketDir,
+    '-h',
+    '127.0.0.1',
+    ...settingArgs(settings),
+  ];
 }
 
 export async function startPostgres(opts: StartPostgresOptions): Promise<PostgresHandle> {
@@ -71,7 +82,13 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
   if (runAs) await refuseUnreachable(runAs, bins.binDir, dataDir);
   let password: string;
   if (!(await isDataDir(dataDir))) {
-    password = await initDataDir({ initdb: bins.initdb, dataDir, fsync: opts.fsync ?? true, onLog: log, ...(runAs ? { runAs } : {}) });
+    password = await initDataDir({
+      initdb: bins.initdb,
+      dataDir,
+      fsync: opts.fsync ?? true,
+      onLog: log,
+      ...(runAs ? { runAs } : {}),
+    });
   } else {
     if (runAs) await chownTree(dataDir, runAs);
     const stored = await readPassword(dataDir);
@@ -79,7 +96,12 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
     else {
       // A cluster from before ENS used passwords (it trusted every local user): converted once.
       await clearStalePostmaster(dataDir, log);
-      password = await convertToPassword({ postgres: bins.postgres, dataDir, user: SUPERUSER, ...(runAs ? { runAs } : {}) });
+      password = await convertToPassword({
+        postgres: bins.postgres,
+        dataDir,
+        user: SUPERUSER,
+        ...(runAs ? { runAs } : {}),
+      });
       log(`converted ${dataDir} to password authentication (SCRAM-SHA-256)`);
     }
   }
@@ -99,7 +121,7 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
         onLog: log,
         ...(runAs ? { runAs } : {}),
       });
-      let client;
+      let client: Awaited<ReturnType<typeof waitForPostgres>>;
       try {
         client = await waitForPostgres({
           port,
@@ -110,12 +132,19 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
           abortIf: () => (server.isRunning() ? undefined : new Error('exited')),
         });
       } catch {
-        throw await startFailure('postgres', `PostgreSQL on port ${port}`, server, 'SIGINT', timeoutMs);
+        throw await startFailure(
+          'postgres',
+          `PostgreSQL on port ${port}`,
+          server,
+          'SIGINT',
+          timeoutMs,
+        );
       }
       try {
         await ensureDatabase(client, POSTGRES_DATABASE);
       } catch (err) {
-        // The handle only learns about servers that started fully, so nothing else would stop this one.
+        // The handle only learns about servers that started fully, so nothing else would stop this
+        // one.
         await server.terminate('SIGINT', 10_000);
         throw err;
       } finally {
@@ -141,7 +170,8 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
 /**
  * Run as root, PostgreSQL runs as another user, who must be able to enter the directories of its
  * programs and of its data. A root shell's home and `mktemp -d` are mode 700, so a clone there
- * failed deep inside initdb ("Permission denied"); this says at once what is in the way and the fix.
+ * failed deep inside initdb ("Permission denied"); this says at once what is in the way and the
+ * fix.
  */
 async function refuseUnreachable(runAs: RunAs, binDir: string, dataDir: string): Promise<void> {
   const why = `PostgreSQL refuses to run as root, so ENS runs it as the "${runAs.name}" user`;
@@ -150,7 +180,9 @@ async function refuseUnreachable(runAs: RunAs, binDir: string, dataDir: string):
     throw new EngineUnreachableError(
       'postgres',
       `${why}, who cannot enter ${bins.dir} (mode ${bins.mode.toString(8)}) to run the PostgreSQL programs in ${binDir}. ` +
-        'Install the machine\'s PostgreSQL (apt-get install -y postgresql), which ENS prefers, or keep ENS in a directory that user can reach (not under /root or a mode-700 directory), or set DATABASE_URL',
+        ("Install the machine's PostgreSQL (apt-get install -y postgresql), which ENS prefers, " +
+          'or keep ENS in a directory that user can reach (not under /root or a mode-700 ' +
+          'directory), or set DATABASE_URL'),
     );
   }
   const data = await firstClosedDir(path.dirname(dataDir), runAs);

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import type { Stats } from 'node:fs';
 import { lchown, readdir, stat } from 'node:fs/promises';
 import path, { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -48,7 +49,10 @@ export function postgresRunAs(): Promise<RunAs | undefined> {
   return lookup;
 }
 
-/** Hands a whole tree to `owner`; skipped when the root already belongs to it, which is the common restart case. */
+/**
+ * Hands a whole tree to `owner`; skipped when the root already belongs to it, which is the common
+ * restart case.
+ */
 export async function chownTree(root: string, owner: RunAs): Promise<void> {
   const info = await stat(root);
   if (info.uid === owner.uid && info.gid === owner.gid) return;
@@ -62,12 +66,15 @@ export async function chownTree(root: string, owner: RunAs): Promise<void> {
  * mode; null when the whole way is open. Judged from owner, group and mode bits (supplementary
  * groups are not looked up), which is what a root shell's mode-700 home or `mktemp -d` breaks.
  */
-export async function firstClosedDir(dir: string, user: RunAs): Promise<{ dir: string; mode: number } | null> {
+export async function firstClosedDir(
+  dir: string,
+  user: RunAs,
+): Promise<{ dir: string; mode: number } | null> {
   const parts = path.resolve(dir).split(path.sep).filter(Boolean);
   let at: string = path.sep;
   for (const part of ['', ...parts]) {
     at = part === '' ? at : path.join(at, part);
-    let info;
+    let info: Stats;
     try {
       info = await stat(at);
     } catch {

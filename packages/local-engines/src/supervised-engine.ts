@@ -42,7 +42,9 @@ export async function startFailure(
 ): Promise<EngineStartError> {
   const timedOut = server.isRunning();
   if (timedOut) await server.terminate(stopSignal, STOP_GRACE_MS);
-  const what = timedOut ? `did not accept connections within ${timeoutMs} ms` : describeExit(await server.exited);
+  const what = timedOut
+    ? `did not accept connections within ${timeoutMs} ms`
+    : describeExit(await server.exited);
   return new EngineStartError(engine, `${label} ${what}`, await server.recentOutput());
 }
 

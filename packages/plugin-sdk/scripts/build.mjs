@@ -15,9 +15,14 @@ const pkg = JSON.parse(await readFile(path.join(pkgDir, 'package.json'), 'utf8')
 
 if (outDir !== pkgDir) {
   await mkdir(outDir, { recursive: true });
-  for (const f of ['package.json', ...pkg.files.filter((f) => f !== 'dist')]) await cp(path.join(pkgDir, f), path.join(outDir, f), { recursive: true });
+  for (const f of ['package.json', ...pkg.files.filter((f) => f !== 'dist')])
+    await cp(path.join(pkgDir, f), path.join(outDir, f), { recursive: true });
   // tsc resolves the dependencies' types from the copy; npm pack never ships node_modules.
-  await symlink(path.resolve(pkgDir, '../../node_modules'), path.join(outDir, 'node_modules'), 'dir').catch((e) => {
+  await symlink(
+    path.resolve(pkgDir, '../../node_modules'),
+    path.join(outDir, 'node_modules'),
+    'dir',
+  ).catch((e) => {
     if (e.code !== 'EEXIST') throw e;
   });
 }
@@ -25,10 +30,15 @@ if (outDir !== pkgDir) {
 const dist = path.join(outDir, `dist.building-${process.pid}`);
 await rm(dist, { recursive: true, force: true });
 
-// From the copy's own src/, so the source maps shipped in dist/ point at the src/ shipped beside it.
-const entries = Object.values(pkg.exports).map((e) => [e.default.replace(/^\.\/dist\//, '').replace(/\.js$/, ''), path.join(outDir, e['ens-source'])]);
+// From the copy's own src/, so the source maps shipped in dist/ point at the src/ shipped beside
+// it.
+const entries = Object.values(pkg.exports).map((e) => [
+  e.default.replace(/^\.\/dist\//, '').replace(/\.js$/, ''),
+  path.join(outDir, e['ens-source']),
+]);
 // The settings of the repository's scripts/build.mjs, repeated rather than imported: nothing in a
-// workspace reaches outside it by path (test/architecture/workspace-imports.test.ts), the SDK above all.
+// workspace reaches outside it by path (test/architecture/workspace-imports.test.ts), the SDK above
+// all.
 await build({
   entryPoints: Object.fromEntries(entries),
   outdir: dist,
@@ -46,28 +56,47 @@ await build({
 // Declarations mirror src/ under dist/types. The sources import each other as './x.ts', which tsc
 // keeps in .d.ts files; a project without allowImportingTsExtensions needs './x.js', so the
 // specifiers are rewritten as the files are written.
-const program = ts.createProgram(entries.map(([, src]) => src), {
-  declaration: true,
-  emitDeclarationOnly: true,
-  declarationMap: true,
-  outDir: path.join(dist, 'types'),
-  rootDir: path.join(outDir, 'src'),
-  allowImportingTsExtensions: true,
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  target: ts.ScriptTarget.ES2022,
-  lib: ['lib.es2023.d.ts', 'lib.dom.d.ts'],
-  types: ['node'],
-  strict: true,
-  skipLibCheck: true,
-  // The repository's `npm run typecheck` checks these sources; here they are only described.
-  noCheck: true,
-});
+const program = ts.createProgram(
+  entries.map(([, src]) => src),
+  {
+    declaration: true,
+    emitDeclarationOnly: true,
+    declarationMap: true,
+    outDir: path.join(dist, 'types'),
+    rootDir: path.join(outDir, 'src'),
+    allowImportingTsExtensions: true,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    lib: ['lib.es2023.d.ts', 'lib.dom.d.ts'],
+    types: ['node'],
+    strict: true,
+    skipLibCheck: true,
+    // The repository's `npm run typecheck` checks these sources; here they are only described.
+    noCheck: true,
+  },
+);
 const relativeTs = /((?:from|import)\s*\(?\s*['"])(\.{1,2}\/[^'"]+)\.ts(['"])/g;
-const { diagnostics } = program.emit(undefined, (file, text, bom) => ts.sys.writeFile(file, file.endsWith('.d.ts') ? text.replace(relativeTs, '$1$2.js$3') : text, bom));
-const all = [...program.getSyntacticDiagnostics(), ...program.getOptionsDiagnostics(), ...diagnostics];
+const { diagnostics } = program.emit(undefined, (file, text, bom) =>
+  ts.sys.writeFile(
+    file,
+    file.endsWith('.d.ts') ? text.replace(relativeTs, '$1$2.js$3') : text,
+    bom,
+  ),
+);
+const all = [
+  ...program.getSyntacticDiagnostics(),
+  ...program.getOptionsDiagnostics(),
+  ...diagnostics,
+];
 if (all.length > 0) {
-  process.stderr.write(ts.formatDiagnosticsWithColorAndContext(all, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => outDir, getNewLine: () => '\n' }));
+  process.stderr.write(
+    ts.formatDiagnosticsWithColorAndContext(all, {
+      getCanonicalFileName: (f) => f,
+      getCurrentDirectory: () => outDir,
+      getNewLine: () => '\n',
+    }),
+  );
   await rm(dist, { recursive: true, force: true });
   process.exit(1);
 }
@@ -78,4 +107,6 @@ await rename(final, old).catch((e) => {
 });
 await rename(dist, final);
 await rm(old, { recursive: true, force: true });
-console.error(`built ${pkg.name} ${pkg.version} into ${path.relative(process.cwd(), final) || final}`);
+console.error(
+  `built ${pkg.name} ${pkg.version} into ${path.relative(process.cwd(), final) || final}`,
+);

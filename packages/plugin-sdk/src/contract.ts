@@ -2,10 +2,10 @@ import type { TSchema } from 'typebox';
 
 /**
  * The channels ENS delivers on. This is the one list: ENS's schemas, configuration and work queues
- * derive theirs from it (the SDK is published alone and imports no other workspace, which is why the
- * list lives here and not in the core). A channel added here needs its row in ENS's channel table
- * (@ens/core's domain/channels.ts: its rules, limits and sample) and its sample message in the
- * conformance kit (conformance/sample-message.ts); the typecheck names both.
+ * derive theirs from it (the SDK is published alone and imports no other workspace, which is why
+ * the list lives here and not in the core). A channel added here needs its row in ENS's channel
+ * table (@ens/core's domain/channels.ts: its rules, limits and sample) and its sample message in
+ * the conformance kit (conformance/sample-message.ts); the typecheck names both.
  */
 export const CHANNELS = ['sms', 'email', 'push', 'whatsapp'] as const;
 export type Channel = (typeof CHANNELS)[number];
@@ -25,7 +25,9 @@ export interface WebPushSubscription {
 
 /** One device of the push recipient, from the tenant's device registry. */
 export interface PushDevice {
-  /** The registration token (FCM), device token (APNs) or the caller's id for a web subscription. */
+  /**
+   * The registration token (FCM), device token (APNs) or the caller's id for a web subscription.
+   */
   token: string;
   platform: PushPlatform;
   /** For webpush: where and how to encrypt to. */
@@ -45,7 +47,9 @@ export interface TenantSettings {
   from_name?: string;
   /** whatsapp: the Cloud API phone number id to send from. */
   whatsapp_phone_number_id?: string;
-  /** push: which of the plugin's configured apps (FCM project, APNs topic, VAPID identity) to use. */
+  /**
+   * push: which of the plugin's configured apps (FCM project, APNs topic, VAPID identity) to use.
+   */
   push_app?: string;
   [key: string]: unknown;
 }
@@ -56,10 +60,16 @@ export const SDK_VERSION = '1.3.0';
 /** What a provider is asked to send: one recipient on one channel, one attempt. */
 export interface OutboundMessage {
   deliveryId: string;
-  /** Attempt number from 1; stable ids such as `${deliveryId}:${attempt}` make provider-side dedupe possible. */
+  /**
+   * Attempt number from 1; stable ids such as `${deliveryId}:${attempt}` make provider-side dedupe
+   * possible.
+   */
   attempt: number;
   channel: Channel;
-  /** Normalised: E.164 with `+` for sms/whatsapp, the address for email, the caller's user id for push. */
+  /**
+   * Normalised: E.164 with `+` for sms/whatsapp, the address for email, the caller's user id for
+   * push.
+   */
   recipient: string;
   tenant: string;
   /** Per-tenant settings (sender id, from address…) that override the plugin's defaults. */
@@ -113,7 +123,13 @@ export interface StatusUpdate {
  * `invalid_recipient` suppress the address; `soft_bounce` suppresses it for a while; `opt_in` (an
  * SMS START) lifts an earlier opt-out.
  */
-export type RecipientReportKind = 'hard_bounce' | 'soft_bounce' | 'complaint' | 'opt_out' | 'opt_in' | 'invalid_recipient';
+export type RecipientReportKind =
+  | 'hard_bounce'
+  | 'soft_bounce'
+  | 'complaint'
+  | 'opt_out'
+  | 'opt_in'
+  | 'invalid_recipient';
 
 /**
  * A provider's asynchronous word about a recipient (since SDK 1.3): a bounce or complaint about a
@@ -141,7 +157,10 @@ export interface RecipientReport {
    */
   sender?: { id: string; isDefault: boolean };
   at: Date;
-  /** The provider's own words (a DSN's diagnostic, an error code and message, the keyword), kept as evidence. */
+  /**
+   * The provider's own words (a DSN's diagnostic, an error code and message, the keyword), kept as
+   * evidence.
+   */
   detail: string;
 }
 
@@ -164,7 +183,10 @@ export interface PluginLogger {
  * followed. Requests to a provider's own fixed API need none of this; use plain fetch for those.
  */
 export interface OutboundGuard {
-  /** Checks a URL's form and IP-literal host; `detail` says why it is refused. DNS is checked by fetch. */
+  /**
+   * Checks a URL's form and IP-literal host; `detail` says why it is refused. DNS is checked by
+   * fetch.
+   */
   check(url: string): { ok: true } | { ok: false; detail: string };
   /**
    * fetch through the guard. Rejects with an error whose `code` is ENS_ERR_OUTBOUND_REFUSED when

@@ -45,13 +45,22 @@ export class ProviderError extends EnsError {
   readonly deviceGone: boolean;
   /** The refusal is about the recipient: ENS suppresses the address (since SDK 1.3). */
   readonly recipientRefusal: RecipientRefusal | undefined;
-  /** The recipient refused only this kind of message (WhatsApp 131050: marketing): the suppression covers its event type alone. */
+  /**
+   * The recipient refused only this kind of message (WhatsApp 131050: marketing): the suppression
+   * covers its event type alone.
+   */
   readonly recipientEventTypeOnly: boolean;
 
   constructor(
     kind: ProviderErrorKind,
     message: string,
-    opts: { retryAfterMs?: number; cause?: unknown; deviceGone?: boolean; recipientRefusal?: RecipientRefusal; recipientEventTypeOnly?: boolean } = {},
+    opts: {
+      retryAfterMs?: number;
+      cause?: unknown;
+      deviceGone?: boolean;
+      recipientRefusal?: RecipientRefusal;
+      recipientEventTypeOnly?: boolean;
+    } = {},
   ) {
     super(message, { code: CODES[kind], cause: opts.cause });
     this.ensErrorKind = kind;
@@ -63,16 +72,23 @@ export class ProviderError extends EnsError {
 }
 
 /** The provider or the network failed in a way worth retrying (timeouts, 5xx). */
-export const transientError = (message: string, cause?: unknown): ProviderError => new ProviderError('transient', message, { cause });
+export const transientError = (message: string, cause?: unknown): ProviderError =>
+  new ProviderError('transient', message, { cause });
 
 /** The provider refused for good (bad number, unknown template); `message` becomes last_error. */
-export const permanentError = (message: string, cause?: unknown): ProviderError => new ProviderError('permanent', message, { cause });
+export const permanentError = (message: string, cause?: unknown): ProviderError =>
+  new ProviderError('permanent', message, { cause });
 
 /** The provider asked us to slow down; retried after retryAfterMs (or the back-off when absent). */
-export const rateLimitedError = (message: string, retryAfterMs?: number, cause?: unknown): ProviderError =>
-  new ProviderError('rate_limited', message, { retryAfterMs, cause });
+export const rateLimitedError = (
+  message: string,
+  retryAfterMs?: number,
+  cause?: unknown,
+): ProviderError => new ProviderError('rate_limited', message, { retryAfterMs, cause });
 
-/** push: the provider says this device token no longer exists; a permanent failure for that device. */
+/**
+ * push: the provider says this device token no longer exists; a permanent failure for that device.
+ */
 export const deviceGoneError = (message: string, cause?: unknown): ProviderError =>
   new ProviderError('permanent', message, { cause, deviceGone: true });
 
@@ -82,8 +98,17 @@ export const deviceGoneError = (message: string, cause?: unknown): ProviderError
  * with `reason` (since SDK 1.3). `eventTypeOnly`: the recipient refused only this kind of message
  * (WhatsApp 131050, marketing stopped), so the entry covers the delivery's event type alone.
  */
-export const recipientError = (message: string, reason: RecipientRefusal = 'invalid_recipient', cause?: unknown, opts: { eventTypeOnly?: boolean } = {}): ProviderError =>
-  new ProviderError('permanent', message, { cause, recipientRefusal: reason, recipientEventTypeOnly: opts.eventTypeOnly });
+export const recipientError = (
+  message: string,
+  reason: RecipientRefusal = 'invalid_recipient',
+  cause?: unknown,
+  opts: { eventTypeOnly?: boolean } = {},
+): ProviderError =>
+  new ProviderError('permanent', message, {
+    cause,
+    recipientRefusal: reason,
+    recipientEventTypeOnly: opts.eventTypeOnly,
+  });
 
 const REFUSALS: readonly RecipientRefusal[] = ['invalid_recipient', 'hard_bounce', 'opt_out'];
 
@@ -105,12 +130,38 @@ export interface ErrorClass {
 export function classifyError(e: unknown): ErrorClass {
   if (e !== null && typeof e === 'object' && 'ensErrorKind' in e) {
     const pe = e as ProviderError;
-    if (pe.ensErrorKind === 'transient' || pe.ensErrorKind === 'permanent' || pe.ensErrorKind === 'rate_limited') {
-      const retryAfterMs = typeof pe.retryAfterMs === 'number' && Number.isFinite(pe.retryAfterMs) ? pe.retryAfterMs : undefined;
-      const recipientRefusal = pe.ensErrorKind === 'permanent' && REFUSALS.includes(pe.recipientRefusal as RecipientRefusal) ? pe.recipientRefusal : undefined;
-      const recipientEventTypeOnly = recipientRefusal !== undefined && pe.recipientEventTypeOnly === true;
-      return { kind: pe.ensErrorKind, message: String(pe.message), retryAfterMs, deviceGone: pe.deviceGone === true, recipientRefusal, recipientEventTypeOnly };
+    if (
+      pe.ensErrorKind === 'transient' ||
+      pe.ensErrorKind === 'permanent' ||
+      pe.ensErrorKind === 'rate_limited'
+    ) {
+      const retryAfterMs =
+        typeof pe.retryAfterMs === 'number' && Number.isFinite(pe.retryAfterMs)
+          ? pe.retryAfterMs
+          : undefined;
+      const recipientRefusal =
+        pe.ensErrorKind === 'permanent' &&
+        REFUSALS.includes(pe.recipientRefusal as RecipientRefusal)
+          ? pe.recipientRefusal
+          : undefined;
+      const recipientEventTypeOnly =
+        recipientRefusal !== undefined && pe.recipientEventTypeOnly === true;
+      return {
+        kind: pe.ensErrorKind,
+        message: String(pe.message),
+        retryAfterMs,
+        deviceGone: pe.deviceGone === true,
+        recipientRefusal,
+        recipientEventTypeOnly,
+      };
     }
   }
-  return { kind: 'transient', message: e instanceof Error ? e.message : String(e), retryAfterMs: undefined, deviceGone: false, recipientRefusal: undefined, recipientEventTypeOnly: false };
+  return {
+    kind: 'transient',
+    message: e instanceof Error ? e.message : String(e),
+    retryAfterMs: undefined,
+    deviceGone: false,
+    recipientRefusal: undefined,
+    recipientEventTypeOnly: false,
+  };
 }

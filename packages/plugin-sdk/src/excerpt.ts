@@ -5,6 +5,10 @@
  * control characters into logs.
  */
 export function bodyExcerpt(text: string, max = 100): string {
-  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim();
+  const flat = text
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: what a log line must not hold
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

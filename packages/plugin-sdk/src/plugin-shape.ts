@@ -31,9 +31,14 @@ interface SchemaError {
  */
 function configRefusal(pkg: string, errors: readonly SchemaError[]): never {
   const extra = errors.find((e) => e.keyword === 'additionalProperties');
-  const names = (extra?.params as { additionalProperties?: unknown } | undefined)?.additionalProperties;
+  const names = (extra?.params as { additionalProperties?: unknown } | undefined)
+    ?.additionalProperties;
   if (extra && Array.isArray(names) && names.length > 0) {
-    refuse(pkg, `config ${extra.instancePath}/${String(names[0])}`, 'is not a setting this plugin knows');
+    refuse(
+      pkg,
+      `config ${extra.instancePath}/${String(names[0])}`,
+      'is not a setting this plugin knows',
+    );
   }
   const first = errors[0];
   refuse(pkg, `config ${first?.instancePath || '/'}`, first?.message ?? 'is invalid');
@@ -42,19 +47,34 @@ function configRefusal(pkg: string, errors: readonly SchemaError[]): never {
 /** Checks a plugin module's default export and names the first bad field. */
 export function checkPlugin(pkg: string, mod: unknown): ProviderPlugin {
   const p = (mod as { default?: unknown } | null)?.default;
-  if (p === null || typeof p !== 'object') refuse(pkg, 'default export', 'must be the plugin object');
+  if (p === null || typeof p !== 'object')
+    refuse(pkg, 'default export', 'must be the plugin object');
   const o = p as Record<string, unknown>;
-  if (typeof o.name !== 'string' || !/^[a-z0-9][a-z0-9-]*$/.test(o.name)) refuse(pkg, 'name', 'must be a lower-case name such as "twilio"');
-  if (!Array.isArray(o.channels) || o.channels.length === 0 || !o.channels.every((c) => (CHANNELS as readonly unknown[]).includes(c))) {
+  if (typeof o.name !== 'string' || !/^[a-z0-9][a-z0-9-]*$/.test(o.name))
+    refuse(pkg, 'name', 'must be a lower-case name such as "twilio"');
+  if (
+    !Array.isArray(o.channels) ||
+    o.channels.length === 0 ||
+    !o.channels.every((c) => (CHANNELS as readonly unknown[]).includes(c))
+  ) {
     refuse(pkg, 'channels', `must list one or more of ${CHANNELS.join(', ')}`);
   }
-  if (typeof o.sdk !== 'string' || semver.validRange(o.sdk) === null) refuse(pkg, 'sdk', 'must be a semver range such as "^1.0.0"');
-  if (!semver.satisfies(SDK_VERSION, o.sdk as string)) refuse(pkg, 'sdk', `range "${o.sdk}" does not include this ENS's plugin SDK ${SDK_VERSION}`);
-  if (o.configSchema === null || typeof o.configSchema !== 'object') refuse(pkg, 'configSchema', 'must be a TypeBox (JSON) schema');
-  if (typeof o.create !== 'function') refuse(pkg, 'create', 'must be a function (config, context) => provider');
+  if (typeof o.sdk !== 'string' || semver.validRange(o.sdk) === null)
+    refuse(pkg, 'sdk', 'must be a semver range such as "^1.0.0"');
+  if (!semver.satisfies(SDK_VERSION, o.sdk as string))
+    refuse(pkg, 'sdk', `range "${o.sdk}" does not include this ENS's plugin SDK ${SDK_VERSION}`);
+  if (o.configSchema === null || typeof o.configSchema !== 'object')
+    refuse(pkg, 'configSchema', 'must be a TypeBox (JSON) schema');
+  if (typeof o.create !== 'function')
+    refuse(pkg, 'create', 'must be a function (config, context) => provider');
   if (o.pushPlatforms !== undefined) {
-    if (!(o.channels as unknown[]).includes('push')) refuse(pkg, 'pushPlatforms', 'is only for plugins whose channels include push');
-    if (!Array.isArray(o.pushPlatforms) || o.pushPlatforms.length === 0 || !o.pushPlatforms.every((x) => (PUSH_PLATFORMS as readonly unknown[]).includes(x))) {
+    if (!(o.channels as unknown[]).includes('push'))
+      refuse(pkg, 'pushPlatforms', 'is only for plugins whose channels include push');
+    if (
+      !Array.isArray(o.pushPlatforms) ||
+      o.pushPlatforms.length === 0 ||
+      !o.pushPlatforms.every((x) => (PUSH_PLATFORMS as readonly unknown[]).includes(x))
+    ) {
       refuse(pkg, 'pushPlatforms', `must list one or more of ${PUSH_PLATFORMS.join(', ')}`);
     }
   }

@@ -9,7 +9,16 @@
 /** What an inbound text means for consent, when it is only a keyword. */
 export type SmsKeyword = 'opt_out' | 'opt_in' | 'help';
 
-export const SMS_OPT_OUT_KEYWORDS = ['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT', 'REVOKE', 'OPTOUT'] as const;
+export const SMS_OPT_OUT_KEYWORDS = [
+  'STOP',
+  'STOPALL',
+  'UNSUBSCRIBE',
+  'CANCEL',
+  'END',
+  'QUIT',
+  'REVOKE',
+  'OPTOUT',
+] as const;
 export const SMS_OPT_IN_KEYWORDS = ['START', 'YES', 'UNSTOP'] as const;
 export const SMS_HELP_KEYWORDS = ['HELP', 'INFO'] as const;
 
@@ -27,7 +36,10 @@ const MEANING = new Map<string, SmsKeyword>([
  * @example smsKeyword(' Stop. ') // 'opt_out'
  */
 export function smsKeyword(text: string): SmsKeyword | null {
-  const word = text.trim().replace(/[.!]+$/, '').toUpperCase();
+  const word = text
+    .trim()
+    .replace(/[.!]+$/, '')
+    .toUpperCase();
   if (word.length === 0 || word.length > 20 || !/^[A-Z]+(?:[ -][A-Z]+)?$/.test(word)) return null;
   return MEANING.get(word.replace(/[ -]/, '')) ?? null;
 }

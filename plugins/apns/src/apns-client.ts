@@ -1,4 +1,10 @@
-import { permanentError, transientError, type OutboundMessage, type PluginLogger, type SendResult } from '@ens/plugin-sdk';
+import {
+  permanentError,
+  transientError,
+  type OutboundMessage,
+  type PluginLogger,
+  type SendResult,
+} from '@ens/plugin-sdk';
 import { originOf, type ApnsConfig } from './config.ts';
 import { errorFor, refusalOf } from './error-classes.ts';
 import { Http2Origin, TransportError, type Http2Answer } from './http2-origin.ts';
@@ -13,7 +19,12 @@ export interface ClientOptions {
 
 /** A device token no app has: APNs checks the provider token before it looks the device up. */
 const PROBE_DEVICE = '0'.repeat(64);
-const TOPIC_REASONS = new Set(['BadTopic', 'TopicDisallowed', 'MissingTopic', 'DeviceTokenNotForTopic']);
+const TOPIC_REASONS = new Set([
+  'BadTopic',
+  'TopicDisallowed',
+  'MissingTopic',
+  'DeviceTokenNotForTopic',
+]);
 
 export class ApnsClient {
   private readonly origin: Http2Origin;
@@ -21,7 +32,10 @@ export class ApnsClient {
   private readonly now: () => number;
   private readonly timeoutMs: number;
 
-  constructor(private readonly config: ApnsConfig, opts: ClientOptions) {
+  constructor(
+    private readonly config: ApnsConfig,
+    opts: ClientOptions,
+  ) {
     this.now = opts.now ?? Date.now;
     this.timeoutMs = config.timeoutMs ?? 10_000;
     this.tokens = new ProviderTokenCache(config.teamId, config.keyId, config.privateKey, this.now);
@@ -59,7 +73,10 @@ export class ApnsClient {
     );
     if (answer.status >= 200 && answer.status < 300) return;
     const r = refusalOf(answer);
-    if (r.status === 400 && TOPIC_REASONS.has(r.reason)) throw permanentError(`apns 400 ${r.reason}: topic ${this.config.topic} is not an app of team ${this.config.teamId}`);
+    if (r.status === 400 && TOPIC_REASONS.has(r.reason))
+      throw permanentError(
+        `apns 400 ${r.reason}: topic ${this.config.topic} is not an app of team ${this.config.teamId}`,
+      );
     if (r.status === 403 || r.status === 429 || r.status >= 500) throw errorFor(r);
   }
 
@@ -76,14 +93,25 @@ export class ApnsClient {
     const fresh = this.tokens.renewAfterExpired(token);
     if (!fresh) {
       const ageS = Math.round((this.now() - token.issuedAt) / 1000);
-      throw transientError(`apns 403 ExpiredProviderToken: APNs calls a provider token minted ${ageS} s ago expired; check this server's clock (Apple allows a new token only every 20 minutes)`);
+      throw transientError(
+        `apns 403 ExpiredProviderToken: APNs calls a provider token minted ${ageS} s ago expired; check this server's clock (Apple allows a new token only every 20 minutes)`,
+      );
     }
     const again = await this.attempt(headers, body, fresh, deadline);
-    if (isExpiredToken(again)) throw transientError("apns 403 ExpiredProviderToken even with a token minted just now; check this server's clock");
+    if (isExpiredToken(again))
+      throw transientError(
+        "apns 403 ExpiredProviderToken even with a token minted just now; check this server's " +
+          'clock',
+      );
     return again;
   }
 
-  private async attempt(headers: Record<string, string>, body: Buffer, token: ProviderToken, deadline: number): Promise<Http2Answer> {
+  private async attempt(
+    headers: Record<string, string>,
+    body: Buffer,
+    token: ProviderToken,
+    deadline: number,
+  ): Promise<Http2Answer> {
     const withAuth = { ...headers, authorization: `bearer ${token.jwt}` };
     try {
       return await this.origin.request(withAuth, body, deadline - Date.now());

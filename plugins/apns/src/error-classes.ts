@@ -1,4 +1,10 @@
-import { deviceGoneError, permanentError, rateLimitedError, transientError, type ProviderError } from '@ens/plugin-sdk';
+import {
+  deviceGoneError,
+  permanentError,
+  rateLimitedError,
+  transientError,
+  type ProviderError,
+} from '@ens/plugin-sdk';
 import type { Http2Answer } from './http2-origin.ts';
 
 /** What APNs said about a refused notification: the status and the {"reason", "timestamp"} body. */
@@ -20,7 +26,11 @@ export function refusalOf(a: Http2Answer): ApnsRefusal {
   } catch {
     // not Apple's JSON (a proxy page?): the status and the start of the text say what happened
   }
-  const refusal: ApnsRefusal = { status: a.status, reason: reason ?? (a.body.trim() ? `(no reason) ${a.body.trim().slice(0, 120)}` : '(no reason)') };
+  const refusal: ApnsRefusal = {
+    status: a.status,
+    reason:
+      reason ?? (a.body.trim() ? `(no reason) ${a.body.trim().slice(0, 120)}` : '(no reason)'),
+  };
   if (timestamp !== undefined) refusal.timestamp = timestamp;
   const ra = a.headers['retry-after'];
   const seconds = typeof ra === 'string' && /^\d+$/.test(ra.trim()) ? Number(ra.trim()) : undefined;
@@ -30,8 +40,12 @@ export function refusalOf(a: Http2Answer): ApnsRefusal {
 
 /** Apple's 400 reasons that are about the connection, not the notification. */
 const TRANSIENT_400 = new Set(['IdleTimeout']);
-/** 403 reasons: the credentials or key, a fault the operator fixes (and one that counts toward failover). */
-const CREDENTIAL_HINT = 'check teamId, keyId and privateKey, and that the key is enabled for APNs in this environment';
+/**
+ * 403 reasons: the credentials or key, a fault the operator fixes (and one that counts toward
+ * failover).
+ */
+const CREDENTIAL_HINT =
+  'check teamId, keyId and privateKey, and that the key is enabled for APNs in this environment';
 
 /**
  * Maps a non-200 APNs answer onto ENS's error kinds. A device gone for good (BadDeviceToken,
@@ -42,7 +56,10 @@ export function errorFor(r: ApnsRefusal): ProviderError {
   const what = `apns ${r.status} ${r.reason}`;
   switch (r.status) {
     case 400:
-      if (r.reason === 'BadDeviceToken') return deviceGoneError(`${what}: the token is malformed or from the other APNs environment`);
+      if (r.reason === 'BadDeviceToken')
+        return deviceGoneError(
+          `${what}: the token is malformed or from the other APNs environment`,
+        );
       if (TRANSIENT_400.has(r.reason)) return transientError(what);
       return permanentError(what);
     case 403:
@@ -52,7 +69,10 @@ export function errorFor(r: ApnsRefusal): ProviderError {
     case 413:
       return permanentError(what);
     case 410: {
-      const since = r.timestamp !== undefined ? ` (no longer valid since ${new Date(r.timestamp).toISOString()})` : '';
+      const since =
+        r.timestamp !== undefined
+          ? ` (no longer valid since ${new Date(r.timestamp).toISOString()})`
+          : '';
       return deviceGoneError(`${what}${since}`);
     }
     case 429:

@@ -1,4 +1,8 @@
-import http2, { type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import http2, {
+  type ClientHttp2Session,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+} from 'node:http2';
 import tls from 'node:tls';
 import type { PluginLogger } from '@ens/plugin-sdk';
 import { EnsError } from '@ens/plugin-sdk';
@@ -16,7 +20,11 @@ export interface Http2Answer {
  */
 export class TransportError extends EnsError {
   static override readonly code: string = 'ENS_ERR_APNS_TRANSPORT';
-  constructor(message: string, readonly unprocessed: boolean, cause?: unknown) {
+  constructor(
+    message: string,
+    readonly unprocessed: boolean,
+    cause?: unknown,
+  ) {
     super(message, { cause });
   }
 }
@@ -44,7 +52,11 @@ export class Http2Origin {
     private readonly opts: { ca?: string; logger: PluginLogger },
   ) {}
 
-  async request(headers: OutgoingHttpHeaders, body: Buffer, timeoutMs: number): Promise<Http2Answer> {
+  async request(
+    headers: OutgoingHttpHeaders,
+    body: Buffer,
+    timeoutMs: number,
+  ): Promise<Http2Answer> {
     if (timeoutMs <= 0) throw new TransportError('apns: no time left for the request', false);
     const deadline = Date.now() + timeoutMs;
     const live = this.open();
@@ -53,13 +65,28 @@ export class Http2Origin {
       await Promise.race([
         live.ready,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new TransportError(`apns: could not connect to ${this.origin} within ${timeoutMs} ms`, true)), timeoutMs);
+          timer = setTimeout(
+            () =>
+              reject(
+                new TransportError(
+                  `apns: could not connect to ${this.origin} within ${timeoutMs} ms`,
+                  true,
+                ),
+              ),
+            timeoutMs,
+          );
         }),
       ]);
     } catch (e) {
       // A connection that never came up is useless to the next send as well.
       this.drop(live.session, true);
-      throw e instanceof TransportError ? e : new TransportError(`apns: connecting to ${this.origin} failed: ${(e as Error).message}`, true, e);
+      throw e instanceof TransportError
+        ? e
+        : new TransportError(
+            `apns: connecting to ${this.origin} failed: ${(e as Error).message}`,
+            true,
+            e,
+          );
     } finally {
       clearTimeout(timer);
     }
@@ -89,7 +116,10 @@ export class Http2Origin {
     session.on('goaway', (code: number, _last: number, data?: Buffer) => {
       const reason = goawayReason(data);
       if (reason) this.goawayReasons.set(session, reason);
-      this.opts.logger.info({ origin: this.origin, code, reason }, 'apns sent GOAWAY; reconnecting on the next send');
+      this.opts.logger.info(
+        { origin: this.origin, code, reason },
+        'apns sent GOAWAY; reconnecting on the next send',
+      );
       this.drop(session, false);
     });
     session.on('close', () => {
@@ -102,7 +132,14 @@ export class Http2Origin {
     const ready = new Promise<void>((resolve, reject) => {
       session.once('remoteSettings', () => resolve());
       session.once('error', reject);
-      session.once('close', () => reject(new TransportError(`apns: the connection to ${this.origin} closed before it was ready`, true)));
+      session.once('close', () =>
+        reject(
+          new TransportError(
+            `apns: the connection to ${this.origin} closed before it was ready`,
+            true,
+          ),
+        ),
+      );
     });
     ready.catch(() => {}); // observed by request(); this keeps an unawaited rejection quiet
     this.current = { session, ready };
@@ -114,7 +151,12 @@ export class Http2Origin {
     if (destroy) session.destroy();
   }
 
-  private exchange(session: ClientHttp2Session, headers: OutgoingHttpHeaders, body: Buffer, timeoutMs: number): Promise<Http2Answer> {
+  private exchange(
+    session: ClientHttp2Session,
+    headers: OutgoingHttpHeaders,
+    body: Buffer,
+    timeoutMs: number,
+  ): Promise<Http2Answer> {
     return new Promise<Http2Answer>((resolve, reject) => {
       let settled = false;
       const finish = (fn: () => void) => {
@@ -129,13 +171,25 @@ export class Http2Origin {
       } catch (e) {
         // The session went away between open() and here (GOAWAY just arrived): nothing was sent.
         this.drop(session, false);
-        reject(new TransportError(`apns: could not open a stream: ${(e as Error).message}`, true, e));
+        reject(
+          new TransportError(`apns: could not open a stream: ${(e as Error).message}`, true, e),
+        );
         return;
       }
-      const timer = setTimeout(() => {
-        finish(() => reject(new TransportError(`apns: no answer within ${Math.max(0, Math.round(timeoutMs))} ms`, false)));
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-      }, Math.max(1, timeoutMs));
+      const timer = setTimeout(
+        () => {
+          finish(() =>
+            reject(
+              new TransportError(
+                `apns: no answer within ${Math.max(0, Math.round(timeoutMs))} ms`,
+                false,
+              ),
+            ),
+          );
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+        },
+        Math.max(1, timeoutMs),
+      );
       let status: number | undefined;
       let resHeaders: IncomingHttpHeaders = {};
       const chunks: Buffer[] = [];
@@ -146,8 +200,10 @@ export class Http2Origin {
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
         finish(() => {
-          if (status === undefined) reject(new TransportError('apns: the stream ended without a response', false));
-          else resolve({ status, headers: resHeaders, body: Buffer.concat(chunks).toString('utf8') });
+          if (status === undefined)
+            reject(new TransportError('apns: the stream ended without a response', false));
+          else
+            resolve({ status, headers: resHeaders, body: Buffer.concat(chunks).toString('utf8') });
         });
       });
       const cutOff = (cause?: unknown) => {
@@ -156,8 +212,18 @@ export class Http2Origin {
         const unsent = stream.id === undefined;
         const goaway = this.goawayReasons.get(session);
         const why = goaway ? ` (GOAWAY ${goaway})` : '';
-        const what = refused ? 'APNs refused the stream' : `the stream closed before an answer (code ${stream.rstCode ?? 'none'})`;
-        finish(() => reject(new TransportError(`apns: ${what}${why}${cause ? `: ${(cause as Error).message}` : ''}`, refused || unsent, cause)));
+        const what = refused
+          ? 'APNs refused the stream'
+          : `the stream closed before an answer (code ${stream.rstCode ?? 'none'})`;
+        finish(() =>
+          reject(
+            new TransportError(
+              `apns: ${what}${why}${cause ? `: ${(cause as Error).message}` : ''}`,
+              refused || unsent,
+              cause,
+            ),
+          ),
+        );
       };
       stream.on('error', (err) => cutOff(err));
       stream.on('close', () => cutOff());

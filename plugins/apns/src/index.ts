@@ -10,11 +10,17 @@ export { apnsIdFor } from './notification.ts';
  * Builds the provider. `now` exists for tests that need provider tokens to age without waiting an
  * hour; ENS calls the plugin's `create`, which uses the real clock.
  */
-export function createApnsProvider(config: ApnsConfig, context: PluginContext, opts: { now?: () => number } = {}): Provider {
+export function createApnsProvider(
+  config: ApnsConfig,
+  context: PluginContext,
+  opts: { now?: () => number } = {},
+): Provider {
   // Checked here so a wrong key stops ENS at start-up instead of failing every send.
   loadSigningKey(config.privateKey);
   if ((config.pushType ?? 'alert') === 'background' && config.priority === 10) {
-    throw new Error('apns config /priority: Apple refuses priority 10 for background pushes; use 5 or 1');
+    throw new Error(
+      'apns config /priority: Apple refuses priority 10 for background pushes; use 5 or 1',
+    );
   }
   const client = new ApnsClient(config, { logger: context.logger, now: opts.now });
   let closed: Promise<void> | undefined;

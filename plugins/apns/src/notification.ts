@@ -26,11 +26,14 @@ export function apnsIdFor(deliveryId: string): string {
 export function topicFor(config: ApnsConfig, m: OutboundMessage): string {
   const app = m.tenantSettings.push_app;
   if (app === undefined || app === null || app === '') return config.topic;
-  if (typeof app !== 'string') throw permanentError(`apns: tenant setting push_app must be a string, got ${typeof app}`);
+  if (typeof app !== 'string')
+    throw permanentError(`apns: tenant setting push_app must be a string, got ${typeof app}`);
   const entry = config.apps && Object.hasOwn(config.apps, app) ? config.apps[app] : undefined;
   if (!entry) {
     const known = Object.keys(config.apps ?? {});
-    throw permanentError(`apns: tenant ${m.tenant} names push_app "${app}", which this provider does not configure (apps: ${known.length ? known.join(', ') : 'none'})`);
+    throw permanentError(
+      `apns: tenant ${m.tenant} names push_app "${app}", which this provider does not configure (apps: ${known.length ? known.join(', ') : 'none'})`,
+    );
   }
   return entry.topic;
 }
@@ -38,9 +41,17 @@ export function topicFor(config: ApnsConfig, m: OutboundMessage): string {
 /** APNs device tokens are hex of varying length; anything else can never reach a device. */
 export function deviceTokenOf(m: OutboundMessage): string {
   const d = m.device;
-  if (!d) throw permanentError('apns: the send carries no device (the plugin declares pushPlatforms, so ENS must pass one)');
-  if (d.platform !== 'apns') throw permanentError(`apns: device platform is ${String(d.platform)}, not apns`);
-  if (!/^[0-9A-Fa-f]{8,400}$/.test(d.token)) throw deviceGoneError('apns: the device token is not an APNs token (hexadecimal digits), so APNs would answer BadDeviceToken');
+  if (!d)
+    throw permanentError(
+      'apns: the send carries no device (the plugin declares pushPlatforms, so ENS must pass one)',
+    );
+  if (d.platform !== 'apns')
+    throw permanentError(`apns: device platform is ${String(d.platform)}, not apns`);
+  if (!/^[0-9A-Fa-f]{8,400}$/.test(d.token))
+    throw deviceGoneError(
+      'apns: the device token is not an APNs token (hexadecimal digits), so APNs would answer ' +
+        'BadDeviceToken',
+    );
   return d.token;
 }
 
@@ -59,17 +70,23 @@ export function payloadFor(config: ApnsConfig, m: OutboundMessage): Record<strin
   const c = m.content;
   const custom: Record<string, string> = {};
   if (c.data !== undefined && c.data !== null) {
-    if (typeof c.data !== 'object' || Array.isArray(c.data)) throw permanentError('apns: content.data must be a map of string to string');
+    if (typeof c.data !== 'object' || Array.isArray(c.data))
+      throw permanentError('apns: content.data must be a map of string to string');
     for (const [k, v] of Object.entries(c.data as Record<string, unknown>)) {
-      if (k === 'aps') throw permanentError('apns: content.data may not use the key "aps": Apple reserves it for the system payload');
+      if (k === 'aps')
+        throw permanentError(
+          'apns: content.data may not use the key "aps": Apple reserves it for the system payload',
+        );
       if (typeof v !== 'string') throw permanentError(`apns: content.data.${k} must be a string`);
       custom[k] = v;
     }
   }
-  if ((config.pushType ?? 'alert') === 'background') return { aps: { 'content-available': 1 }, ...custom };
+  if ((config.pushType ?? 'alert') === 'background')
+    return { aps: { 'content-available': 1 }, ...custom };
 
   const body = stringField(c, 'body');
-  if (body === undefined || body === '') throw permanentError('apns: content.body is empty; an alert push needs text to show');
+  if (body === undefined || body === '')
+    throw permanentError('apns: content.body is empty; an alert push needs text to show');
   const title = stringField(c, 'subject');
   const alert: Record<string, string> = title ? { title, body } : { body };
   const aps: Record<string, unknown> = { alert };

@@ -22,10 +22,15 @@ export function loadSigningKey(pem: string): KeyObject {
   try {
     key = createPrivateKey({ key: pem, format: 'pem' });
   } catch (e) {
-    throw new Error(`apns config /privateKey: not a readable PEM private key (${(e as Error).message})`);
+    throw new Error(
+      `apns config /privateKey: not a readable PEM private key (${(e as Error).message})`,
+    );
   }
   if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
-    throw new Error('apns config /privateKey: APNs keys are P-256 (ES256) keys; paste the whole AuthKey_<keyId>.p8 file');
+    throw new Error(
+      'apns config /privateKey: APNs keys are P-256 (ES256) keys; paste the whole ' +
+        'AuthKey_<keyId>.p8 file',
+    );
   }
   return key;
 }
@@ -40,8 +45,8 @@ export class ProviderTokenCache {
     privateKeyPem: string,
     private readonly now: () => number,
   ) {
-    // The header is {alg: ES256, typ: JWT, kid}; fast-jwt keeps the iat it is given (from our clock,
-    // not its own) and adds no other claim.
+    // The header is {alg: ES256, typ: JWT, kid}; fast-jwt keeps the iat it is given (from our
+    // clock, not its own) and adds no other claim.
     this.sign = createSigner({ key: privateKeyPem, algorithm: 'ES256', kid: keyId });
   }
 

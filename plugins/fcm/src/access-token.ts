@@ -37,7 +37,11 @@ export class AccessTokenSource {
     this.#timeoutMs = opts.timeoutMs;
     this.#now = opts.now ?? Date.now;
     // kid lets Google pick the public key of this key id among the account's keys.
-    this.#sign = createSigner({ algorithm: 'RS256', key: creds.privateKey, kid: creds.privateKeyId });
+    this.#sign = createSigner({
+      algorithm: 'RS256',
+      key: creds.privateKey,
+      kid: creds.privateKeyId,
+    });
   }
 
   /** A usable access token: the cached one, or a new one from a (shared) exchange. */
@@ -68,17 +72,29 @@ export class AccessTokenSource {
     const { clientEmail, tokenUri } = this.#creds;
     const started = this.#now();
     const iat = Math.floor(started / 1000);
-    const assertion = this.#sign({ iss: clientEmail, scope: FCM_SCOPE, aud: tokenUri, iat, exp: iat + ASSERTION_LIFETIME_S });
+    const assertion = this.#sign({
+      iss: clientEmail,
+      scope: FCM_SCOPE,
+      aud: tokenUri,
+      iat,
+      exp: iat + ASSERTION_LIFETIME_S,
+    });
     let res: Response;
     try {
       res = await fetch(tokenUri, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
         body: new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion }).toString(),
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
     } catch (e) {
-      throw transientError(`fcm: OAuth token exchange at ${tokenUri} failed: ${networkReason(e, this.#timeoutMs)}`, e);
+      throw transientError(
+        `fcm: OAuth token exchange at ${tokenUri} failed: ${networkReason(e, this.#timeoutMs)}`,
+        e,
+      );
     }
     const text = await res.text().catch(() => '');
     let answer: TokenAnswer = {};
@@ -90,16 +106,27 @@ export class AccessTokenSource {
     if (!res.ok) {
       // A refused assertion is a configuration fault (revoked key, wrong account, clock skew):
       // transient, so it counts toward failover while the operator fixes it.
-      const reason = typeof answer.error === 'string'
-        ? `${answer.error}${typeof answer.error_description === 'string' ? `: ${answer.error_description}` : ''}`
-        : snippet(text);
-      throw transientError(`fcm: OAuth token exchange for ${clientEmail} refused (HTTP ${res.status} ${reason})`);
+      const reason =
+        typeof answer.error === 'string'
+          ? `${answer.error}${typeof answer.error_description === 'string' ? `: ${answer.error_description}` : ''}`
+          : snippet(text);
+      throw transientError(
+        `fcm: OAuth token exchange for ${clientEmail} refused (HTTP ${res.status} ${reason})`,
+      );
     }
     if (typeof answer.access_token !== 'string' || answer.access_token === '') {
-      throw transientError(`fcm: OAuth token endpoint ${tokenUri} answered ${res.status} without an access_token`);
+      throw transientError(
+        `fcm: OAuth token endpoint ${tokenUri} answered ${res.status} without an access_token`,
+      );
     }
-    const lifetimeS = typeof answer.expires_in === 'number' && answer.expires_in > 0 ? answer.expires_in : ASSERTION_LIFETIME_S;
-    this.#cached = { token: answer.access_token, freshUntil: started + lifetimeS * 1000 - REFRESH_MARGIN_MS };
+    const lifetimeS =
+      typeof answer.expires_in === 'number' && answer.expires_in > 0
+        ? answer.expires_in
+        : ASSERTION_LIFETIME_S;
+    this.#cached = {
+      token: answer.access_token,
+      freshUntil: started + lifetimeS * 1000 - REFRESH_MARGIN_MS,
+    };
     return answer.access_token;
   }
 }

@@ -7,7 +7,12 @@ import { deviceToken, FakeFcm, type FcmOutcome } from './testing/fake-fcm.ts';
 export function pushTo(token: string, over: Partial<OutboundMessage> = {}): OutboundMessage {
   return sampleMessage('push', {
     deliveryId: '0190a0b0-0000-7000-8000-0000000000fc',
-    content: { kind: 'rendered', subject: 'Conformance', body: 'conformance check', data: { order: '1234' } },
+    content: {
+      kind: 'rendered',
+      subject: 'Conformance',
+      body: 'conformance check',
+      data: { order: '1234' },
+    },
     device: { token, platform: 'fcm', subscription: null },
     ...over,
   });
@@ -26,7 +31,11 @@ const fixture: ConformanceFixture<FcmConfig> = {
       config: { serviceAccount, baseUrl, timeoutMs: 5_000 },
       // A key file without its private key cannot sign anything.
       invalidConfig: { serviceAccount: { ...serviceAccount, private_key: undefined }, baseUrl },
-      wrongCredentials: { serviceAccount: fake.untrustedServiceAccount(serviceAccount), baseUrl, timeoutMs: 5_000 },
+      wrongCredentials: {
+        serviceAccount: fake.untrustedServiceAccount(serviceAccount),
+        baseUrl,
+        timeoutMs: 5_000,
+      },
       sends: {
         accepted: to(),
         transient: to('unavailable'),

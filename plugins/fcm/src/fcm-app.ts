@@ -1,6 +1,11 @@
 import { transientError } from '@ens/plugin-sdk';
 import { AccessTokenSource, networkReason, snippet } from './access-token.ts';
-import { classifySendFailure, isAccessTokenRefused, readFailure, type SendFailure } from './fcm-errors.ts';
+import {
+  classifySendFailure,
+  isAccessTokenRefused,
+  readFailure,
+  type SendFailure,
+} from './fcm-errors.ts';
 import type { FcmMessage } from './fcm-message.ts';
 import type { Credentials } from './service-account.ts';
 
@@ -15,9 +20,17 @@ export class FcmApp {
   readonly #timeoutMs: number;
   readonly #onTokenRefused: (app: FcmApp) => void;
 
-  constructor(name: string, creds: Credentials, opts: {
-    projectId?: string; baseUrl: string; timeoutMs: number; now?: () => number; onTokenRefused?: (app: FcmApp) => void;
-  }) {
+  constructor(
+    name: string,
+    creds: Credentials,
+    opts: {
+      projectId?: string;
+      baseUrl: string;
+      timeoutMs: number;
+      now?: () => number;
+      onTokenRefused?: (app: FcmApp) => void;
+    },
+  ) {
     this.name = name;
     this.projectId = opts.projectId ?? creds.projectId;
     this.#tokens = new AccessTokenSource(creds, { timeoutMs: opts.timeoutMs, now: opts.now });
@@ -51,20 +64,35 @@ export class FcmApp {
     try {
       res = await fetch(this.#sendUrl, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json; charset=utf-8', accept: 'application/json' },
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json; charset=utf-8',
+          accept: 'application/json',
+        },
         body: JSON.stringify({ message }),
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
     } catch (e) {
-      throw transientError(`fcm: send to ${this.#sendUrl} failed: ${networkReason(e, this.#timeoutMs)}`, e);
+      throw transientError(
+        `fcm: send to ${this.#sendUrl} failed: ${networkReason(e, this.#timeoutMs)}`,
+        e,
+      );
     }
     let text: string;
     try {
       text = await res.text();
     } catch (e) {
-      throw transientError(`fcm: reading FCM's answer (HTTP ${res.status}) failed: ${networkReason(e, this.#timeoutMs)}`, e);
+      throw transientError(
+        `fcm: reading FCM's answer (HTTP ${res.status}) failed: ${networkReason(e, this.#timeoutMs)}`,
+        e,
+      );
     }
-    if (!res.ok) return { ok: false, failure: readFailure(res.status, res.headers.get('retry-after'), text), token };
+    if (!res.ok)
+      return {
+        ok: false,
+        failure: readFailure(res.status, res.headers.get('retry-after'), text),
+        token,
+      };
     let name: unknown;
     try {
       name = (JSON.parse(text) as { name?: unknown }).name;
@@ -72,7 +100,9 @@ export class FcmApp {
       // handled below
     }
     if (typeof name !== 'string' || name === '') {
-      throw transientError(`fcm: FCM answered ${res.status} without a message name: ${snippet(text)}`);
+      throw transientError(
+        `fcm: FCM answered ${res.status} without a message name: ${snippet(text)}`,
+      );
     }
     return { ok: true, name };
   }

@@ -1,4 +1,11 @@
-import { deviceGoneError, permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
+import {
+  deviceGoneError,
+  permanentError,
+  rateLimitedError,
+  retryAfterMs,
+  transientError,
+  type ProviderError,
+} from '@ens/plugin-sdk';
 import { snippet } from './access-token.ts';
 
 const FCM_ERROR_TYPE = 'type.googleapis.com/google.firebase.fcm.v1.FcmError';
@@ -21,11 +28,17 @@ export interface SendFailure {
   retryAfterMs: number | undefined;
 }
 
-export function readFailure(httpStatus: number, retryAfter: string | null, text: string, now = Date.now()): SendFailure {
+export function readFailure(
+  httpStatus: number,
+  retryAfter: string | null,
+  text: string,
+  now = Date.now(),
+): SendFailure {
   let error: GoogleError | undefined;
   try {
     const body = JSON.parse(text) as { error?: unknown };
-    if (body && typeof body.error === 'object' && body.error !== null) error = body.error as GoogleError;
+    if (body && typeof body.error === 'object' && body.error !== null)
+      error = body.error as GoogleError;
   } catch {
     // not JSON: classified by the HTTP status alone
   }
@@ -35,7 +48,12 @@ export function readFailure(httpStatus: number, retryAfter: string | null, text:
 /** The FCM-specific code (google.firebase.fcm.v1.FcmError.errorCode) the details carry, if any. */
 export function fcmErrorCode(e: GoogleError | undefined): string | undefined {
   for (const d of e?.details ?? []) {
-    if (d?.['@type'] === FCM_ERROR_TYPE && typeof d.errorCode === 'string' && d.errorCode !== 'UNSPECIFIED_ERROR') return d.errorCode;
+    if (
+      d?.['@type'] === FCM_ERROR_TYPE &&
+      typeof d.errorCode === 'string' &&
+      d.errorCode !== 'UNSPECIFIED_ERROR'
+    )
+      return d.errorCode;
   }
   return undefined;
 }
@@ -71,7 +89,10 @@ function isInvalidRegistrationToken(e: GoogleError | undefined): boolean {
   return /registration token/i.test(e?.message ?? '');
 }
 
-/** The provider's reason, as it becomes last_error: "fcm UNREGISTERED: Requested entity was not found." */
+/**
+ * The provider's reason, as it becomes last_error: "fcm UNREGISTERED: Requested entity was not
+ * found."
+ */
 function reason(f: SendFailure, code: string | undefined): string {
   const e = f.error;
   if (!e) return `fcm HTTP ${f.httpStatus}: ${snippet(f.text)}`;
@@ -99,24 +120,31 @@ export function classifySendFailure(f: SendFailure): ProviderError {
     case 'SENDER_ID_MISMATCH':
       // The token is alive but belongs to another Firebase project; deleting it would break the
       // app for whoever configured that project. Permanent for this send only.
-      return permanentError(`${why} (the device token belongs to another Firebase project than the one configured)`);
+      return permanentError(
+        `${why} (the device token belongs to another Firebase project than the one configured)`,
+      );
     case 'QUOTA_EXCEEDED':
     case 'RESOURCE_EXHAUSTED':
       return rateLimitedError(why, f.retryAfterMs);
     case 'UNAVAILABLE':
     case 'INTERNAL':
       // FCM asks senders to honour Retry-After on these; with it the hint steers the retry.
-      return f.retryAfterMs !== undefined ? rateLimitedError(why, f.retryAfterMs) : transientError(why);
+      return f.retryAfterMs !== undefined
+        ? rateLimitedError(why, f.retryAfterMs)
+        : transientError(why);
     case 'THIRD_PARTY_AUTH_ERROR':
     case 'APNS_AUTH_ERROR': // its name in older FCM documentation
       // The APNs key/certificate or Web Push credentials uploaded to Firebase are missing or
       // invalid: a configuration fault the operator fixes in the Firebase console, so transient
       // (retried, counted toward failover), never a dead device.
-      return transientError(`${why} (the APNs or Web Push credentials configured in the Firebase project are missing or invalid)`);
+      return transientError(
+        `${why} (the APNs or Web Push credentials configured in the Firebase project are missing or invalid)`,
+      );
     case 'UNAUTHENTICATED':
       return transientError(`${why} (FCM refused the service account's access token)`);
     case 'PERMISSION_DENIED':
-      // The service account may not send for this project (role missing, API disabled, wrong project id).
+      // The service account may not send for this project (role missing, API disabled, wrong
+      // project id).
       return transientError(`${why} (check the service account's permissions and the project id)`);
     case 'NOT_FOUND':
       // A Google error with NOT_FOUND on messages:send is about the target token (the Admin SDKs
@@ -127,7 +155,10 @@ export function classifySendFailure(f: SendFailure): ProviderError {
   }
   const s = f.httpStatus;
   if (s === 429) return rateLimitedError(why, f.retryAfterMs);
-  if (s >= 500 || s === 408) return f.retryAfterMs !== undefined && s === 503 ? rateLimitedError(why, f.retryAfterMs) : transientError(why);
+  if (s >= 500 || s === 408)
+    return f.retryAfterMs !== undefined && s === 503
+      ? rateLimitedError(why, f.retryAfterMs)
+      : transientError(why);
   // 401/403 (credentials, permissions) and a 404 without a Google error body (a wrong baseUrl or a
   // proxy) are configuration faults, not answers about the message.
   if (s === 401 || s === 403 || s === 404) return transientError(why);

@@ -24,20 +24,29 @@ export function readServiceAccount(raw: ServiceAccount | string, where: string):
     try {
       value = JSON.parse(raw);
     } catch (e) {
-      throw new Error(`fcm: config ${where} is not a service-account JSON document (${(e as Error).message})`);
+      throw new Error(
+        `fcm: config ${where} is not a service-account JSON document (${(e as Error).message})`,
+      );
     }
   }
   if (!checkAccount.Check(value)) {
-    const first = (checkAccount.Errors(value) as readonly { instancePath: string; message: string }[])[0];
-    throw new Error(`fcm: config ${where}${first?.instancePath ?? ''} ${first?.message ?? 'is not a service-account key file'}`);
+    const first = (
+      checkAccount.Errors(value) as readonly { instancePath: string; message: string }[]
+    )[0];
+    throw new Error(
+      `fcm: config ${where}${first?.instancePath ?? ''} ${first?.message ?? 'is not a service-account key file'}`,
+    );
   }
   const sa = value as ServiceAccount;
   const privateKey = normalisePem(sa.private_key);
   try {
     const key = createPrivateKey(privateKey);
-    if (key.asymmetricKeyType !== 'rsa') throw new Error(`a ${String(key.asymmetricKeyType)} key, not RSA`);
+    if (key.asymmetricKeyType !== 'rsa')
+      throw new Error(`a ${String(key.asymmetricKeyType)} key, not RSA`);
   } catch (e) {
-    throw new Error(`fcm: config ${where}/private_key is not a PEM RSA private key (${(e as Error).message})`);
+    throw new Error(
+      `fcm: config ${where}/private_key is not a PEM RSA private key (${(e as Error).message})`,
+    );
   }
   return {
     projectId: sa.project_id,

@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
-import { CHANNELS, definePlugin, permanentError, recipientError, transientError, type OutboundMessage, type PluginContext } from '@ens/plugin-sdk';
+import {
+  CHANNELS,
+  definePlugin,
+  permanentError,
+  recipientError,
+  transientError,
+  type OutboundMessage,
+  type PluginContext,
+} from '@ens/plugin-sdk';
 
 /**
  * The development provider: no network, and an outcome chosen by the recipient so that every path
@@ -26,12 +34,15 @@ function outcomeFor(m: OutboundMessage): Outcome {
   }
 }
 
-const Config = Type.Object({
-  /** Delay before the simulated handset reports delivered; read follows after the same delay. */
-  handsetDelayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000, default: 400 })),
-  /** Simulated provider latency per send, for load and fault tests. */
-  sendDelayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000, default: 0 })),
-}, { additionalProperties: false }); // a misspelt setting must stop the start, not be ignored
+const Config = Type.Object(
+  {
+    /** Delay before the simulated handset reports delivered; read follows after the same delay. */
+    handsetDelayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000, default: 400 })),
+    /** Simulated provider latency per send, for load and fault tests. */
+    sendDelayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000, default: 0 })),
+  },
+  { additionalProperties: false },
+); // a misspelt setting must stop the start, not be ignored
 
 export default definePlugin<{ handsetDelayMs?: number; sendDelayMs?: number }>({
   name: 'sandbox',
@@ -47,7 +58,9 @@ export default definePlugin<{ handsetDelayMs?: number; sendDelayMs?: number }>({
     const later = (ms: number, fn: () => Promise<void>) => {
       const t = setTimeout(() => {
         timers.delete(t);
-        fn().catch((e: unknown) => context.logger.warn({ err: e }, 'sandbox handset report failed'));
+        fn().catch((e: unknown) =>
+          context.logger.warn({ err: e }, 'sandbox handset report failed'),
+        );
       }, ms);
       timers.add(t);
     };
@@ -59,14 +72,19 @@ export default definePlugin<{ handsetDelayMs?: number; sendDelayMs?: number }>({
         // exist: ENS suppresses the address. A push user id is not an address a provider refuses.
         if (outcome === 'fail') {
           const why = `sandbox: ${m.channel} recipient ${m.recipient} is set up to fail`;
-          throw m.channel === 'push' ? permanentError(why) : recipientError(why, 'invalid_recipient');
+          throw m.channel === 'push'
+            ? permanentError(why)
+            : recipientError(why, 'invalid_recipient');
         }
-        if (outcome === 'flaky' && m.attempt < 3) throw transientError(`sandbox: simulated outage on attempt ${m.attempt}`);
+        if (outcome === 'flaky' && m.attempt < 3)
+          throw transientError(`sandbox: simulated outage on attempt ${m.attempt}`);
         const providerMessageId = `sandbox-${randomUUID()}`;
         if (outcome === 'handset') {
           later(delay, async () => {
             await context.reportStatus({ providerMessageId, status: 'delivered', at: new Date() });
-            later(delay, () => context.reportStatus({ providerMessageId, status: 'read', at: new Date() }));
+            later(delay, () =>
+              context.reportStatus({ providerMessageId, status: 'read', at: new Date() }),
+            );
           });
         }
         return { providerMessageId };

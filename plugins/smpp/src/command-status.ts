@@ -1,4 +1,12 @@
-import { permanentError, rateLimitedError, recipientError, transientError, type ProviderError, type RecipientRefusal } from '@ens/plugin-sdk';
+// biome-ignore-all lint/complexity/useSimpleNumberKeys: STATUS keys are hex, as in the SMPP spec
+import {
+  permanentError,
+  rateLimitedError,
+  recipientError,
+  transientError,
+  type ProviderError,
+  type RecipientRefusal,
+} from '@ens/plugin-sdk';
 
 /**
  * SMPP command_status values: SMPP v3.4 section 5.1.3 (table 5-2), with the v5.0 additions an SMSC
@@ -69,7 +77,10 @@ export const ESME_RX_T_APPN = 0x64;
 export const hex = (n: number): string => `0x${n.toString(16).toUpperCase().padStart(2, '0')}`;
 
 export function statusName(status: number): string {
-  return STATUS[status]?.[0] ?? (status >= 0x400 && status <= 0x4ff ? 'vendor-specific error' : 'unknown command_status');
+  return (
+    STATUS[status]?.[0] ??
+    (status >= 0x400 && status <= 0x4ff ? 'vendor-specific error' : 'unknown command_status')
+  );
 }
 
 /** "ESME_RINVDSTADR (0x0B): Invalid Destination Address", the form errors and logs use. */
@@ -87,8 +98,9 @@ export function describeStatus(status: number): string {
  * unknown codes are transient too: an unexpected answer must not silently fail a message.
  */
 const PERMANENT = new Set([
-  0x01, 0x02, 0x03, 0x06, 0x07, 0x0a, 0x0b, 0x0c, 0x15, 0x33, 0x34, 0x40, 0x42, 0x43, 0x44, 0x48, 0x49, 0x50, 0x51, 0x53,
-  0x54, 0x55, 0x61, 0x62, 0x63, 0x65, 0x66, 0xc0, 0xc1, 0xc2, 0xc3, 0xc4, 0x104, 0x105, 0x106,
+  0x01, 0x02, 0x03, 0x06, 0x07, 0x0a, 0x0b, 0x0c, 0x15, 0x33, 0x34, 0x40, 0x42, 0x43, 0x44, 0x48,
+  0x49, 0x50, 0x51, 0x53, 0x54, 0x55, 0x61, 0x62, 0x63, 0x65, 0x66, 0xc0, 0xc1, 0xc2, 0xc3, 0xc4,
+  0x104, 0x105, 0x106,
 ]);
 
 /**
@@ -98,7 +110,9 @@ const PERMANENT = new Set([
  * for every recipient alike (a setting to fix at the SMSC), and suppressing would punish the
  * numbers for it.
  */
-const RECIPIENT_REFUSALS: ReadonlyMap<number, RecipientRefusal> = new Map([[0x0b, 'invalid_recipient']]);
+const RECIPIENT_REFUSALS: ReadonlyMap<number, RecipientRefusal> = new Map([
+  [0x0b, 'invalid_recipient'],
+]);
 
 export type StatusClass = 'ok' | 'rate_limited' | 'transient' | 'permanent';
 
@@ -108,7 +122,9 @@ export function classifyStatus(status: number): StatusClass {
   return PERMANENT.has(status) ? 'permanent' : 'transient';
 }
 
-/** The error for a refused submit_sm; `detail` (e.g. which segment) goes after the SMSC's reason. */
+/**
+ * The error for a refused submit_sm; `detail` (e.g. which segment) goes after the SMSC's reason.
+ */
 export function submitError(status: number, detail?: string): ProviderError {
   const message = `smpp ${describeStatus(status)}${detail ? ` (${detail})` : ''}`;
   switch (classifyStatus(status)) {

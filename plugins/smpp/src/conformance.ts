@@ -1,9 +1,14 @@
-import { sampleMessage, type ConformanceFixture, type RecipientEventCase } from '@ens/plugin-sdk/conformance';
+import {
+  sampleMessage,
+  type ConformanceFixture,
+  type RecipientEventCase,
+} from '@ens/plugin-sdk/conformance';
 import type { OutboundMessage } from '@ens/plugin-sdk';
 import type { SmppConfigInput } from './config.ts';
 import { ESME, FakeSmsc, errorRecipient, type MobileOriginated } from './testing/fake-smsc.ts';
 
-const sms = (recipient: string): OutboundMessage => sampleMessage('sms', { recipient, tenantSettings: { sender_id: 'ENS' } });
+const sms = (recipient: string): OutboundMessage =>
+  sampleMessage('sms', { recipient, tenantSettings: { sender_id: 'ENS' } });
 
 const SOURCE = '+15005550006';
 const TEXTER = '+15557651234';
@@ -27,7 +32,11 @@ const fixture: ConformanceFixture<SmppConfigInput> = {
       submitTimeoutMs: 2_000,
       sourceAddr: SOURCE,
     };
-    const mo = (m: Omit<MobileOriginated, 'from'>, name: string, recipientReport: RecipientEventCase['recipientReport']): RecipientEventCase => ({
+    const mo = (
+      m: Omit<MobileOriginated, 'from'>,
+      name: string,
+      recipientReport: RecipientEventCase['recipientReport'],
+    ): RecipientEventCase => ({
       name,
       async trigger() {
         await smsc.waitFor(() => smsc.boundCount > 0, 3_000, 'a bound session');
@@ -49,11 +58,25 @@ const fixture: ConformanceFixture<SmppConfigInput> = {
         permanent: sms(errorRecipient(ESME.RINVSRCADR)),
         rateLimited: sms(errorRecipient(ESME.RTHROTTLED)),
       },
-      recipientRefusals: [{ send: sms(errorRecipient(ESME.RINVDSTADR)), refusal: 'invalid_recipient' }],
+      recipientRefusals: [
+        { send: sms(errorRecipient(ESME.RINVDSTADR)), refusal: 'invalid_recipient' },
+      ],
       recipientEvents: [
-        mo({ to: SOURCE, text: 'STOP' }, 'an MO STOP to the default source address', { kind: 'opt_out', ...fromTexter, sender: { id: SOURCE, isDefault: true } }),
-        mo({ to: SOURCE, text: 'Start' }, 'an MO START', { kind: 'opt_in', ...fromTexter, sender: { id: SOURCE, isDefault: true } }),
-        mo({ to: '12345', text: 'stop', ucs2: true }, 'a UCS-2 MO STOP to a short code', { kind: 'opt_out', ...fromTexter, sender: { id: '+12345', isDefault: false } }),
+        mo({ to: SOURCE, text: 'STOP' }, 'an MO STOP to the default source address', {
+          kind: 'opt_out',
+          ...fromTexter,
+          sender: { id: SOURCE, isDefault: true },
+        }),
+        mo({ to: SOURCE, text: 'Start' }, 'an MO START', {
+          kind: 'opt_in',
+          ...fromTexter,
+          sender: { id: SOURCE, isDefault: true },
+        }),
+        mo({ to: '12345', text: 'stop', ucs2: true }, 'a UCS-2 MO STOP to a short code', {
+          kind: 'opt_out',
+          ...fromTexter,
+          sender: { id: '+12345', isDefault: false },
+        }),
         mo({ to: SOURCE, text: 'What time do you open?' }, 'an MO that is no keyword', null),
       ],
       expectReport: { status: 'delivered', withinMs: 3_000 },

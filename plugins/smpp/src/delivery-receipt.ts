@@ -10,7 +10,9 @@ import type { StatusUpdate } from '@ens/plugin-sdk';
 
 export const ESM_CLASS_RECEIPT = 0x04;
 
-/** message_state TLV values (SMPP v3.4 5.3.2.35, SKIPPED from v5.0) as the text receipt names them. */
+/**
+ * message_state TLV values (SMPP v3.4 5.3.2.35, SKIPPED from v5.0) as the text receipt names them.
+ */
 const MESSAGE_STATE: Record<number, string> = {
   0: 'SCHEDULED',
   1: 'ENROUTE',
@@ -49,7 +51,8 @@ export interface Receipt {
 export function messageText(v: unknown): string | undefined {
   if (typeof v === 'string') return v;
   if (Buffer.isBuffer(v)) return v.toString('latin1');
-  if (v !== null && typeof v === 'object' && 'message' in v) return messageText((v as { message: unknown }).message);
+  if (v !== null && typeof v === 'object' && 'message' in v)
+    return messageText((v as { message: unknown }).message);
   return undefined;
 }
 
@@ -57,7 +60,14 @@ export function messageText(v: unknown): string | undefined {
 export function parseReceiptDate(s: string): Date | undefined {
   const m = /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?$/.exec(s);
   if (!m) return undefined;
-  const [yy, mo, dd, hh, mi, ss] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '00'].map(Number) as [number, number, number, number, number, number];
+  const [yy, mo, dd, hh, mi, ss] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '00'].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   if (mo < 1 || mo > 12 || dd < 1 || dd > 31 || hh > 23 || mi > 59 || ss > 59) return undefined;
   const d = new Date(Date.UTC(2000 + yy, mo - 1, dd, hh, mi, ss));
   return d.getUTCDate() === dd ? d : undefined; // 310231 is not a date
@@ -70,7 +80,9 @@ export interface TextReceipt {
   doneAt?: Date;
 }
 
-/** The fields of the appendix B text; keys are matched case-insensitively, order does not matter. */
+/**
+ * The fields of the appendix B text; keys are matched case-insensitively, order does not matter.
+ */
 export function parseReceiptText(text: string): TextReceipt {
   const field = (name: string) => new RegExp(`(?:^|\\s)${name}:(\\S*)`, 'i').exec(text)?.[1];
   const stat = field('stat')?.toUpperCase();
@@ -93,13 +105,22 @@ function networkErrorCode(v: unknown): string | undefined {
 export function parseReceipt(pdu: Readonly<Record<string, unknown>>): Receipt | null {
   const text = messageText(pdu.short_message) || messageText(pdu.message_payload) || '';
   const t = parseReceiptText(text);
-  const tlvId = typeof pdu.receipted_message_id === 'string' && pdu.receipted_message_id !== '' ? pdu.receipted_message_id : undefined;
-  const tlvState = typeof pdu.message_state === 'number' ? MESSAGE_STATE[pdu.message_state] : undefined;
+  const tlvId =
+    typeof pdu.receipted_message_id === 'string' && pdu.receipted_message_id !== ''
+      ? pdu.receipted_message_id
+      : undefined;
+  const tlvState =
+    typeof pdu.message_state === 'number' ? MESSAGE_STATE[pdu.message_state] : undefined;
   const messageId = tlvId ?? t.id;
   const stat = tlvState ?? t.stat;
   if (!messageId || !stat) return null;
   const err = t.err ?? networkErrorCode(pdu.network_error_code);
-  return { messageId, stat, ...(err !== undefined ? { err } : {}), ...(t.doneAt ? { doneAt: t.doneAt } : {}) };
+  return {
+    messageId,
+    stat,
+    ...(err !== undefined ? { err } : {}),
+    ...(t.doneAt ? { doneAt: t.doneAt } : {}),
+  };
 }
 
 /**
@@ -110,7 +131,12 @@ export function receiptUpdate(r: Receipt, now: Date): StatusUpdate | null {
   const at = r.doneAt ?? now;
   if (r.stat === 'DELIVRD') return { providerMessageId: r.messageId, status: 'delivered', at };
   if (FAILED.has(r.stat)) {
-    return { providerMessageId: r.messageId, status: 'failed', at, error: `smpp: ${r.stat}${r.err !== undefined ? ` (err ${r.err})` : ''}` };
+    return {
+      providerMessageId: r.messageId,
+      status: 'failed',
+      at,
+      error: `smpp: ${r.stat}${r.err !== undefined ? ` (err ${r.err})` : ''}`,
+    };
   }
   return null;
 }

@@ -24,10 +24,16 @@ function createProvider(config: SmppConfig, context: PluginContext): Provider {
       const report = mobileOriginatedReport(pdu, config.sourceAddr, new Date());
       if (report) {
         await context.reportRecipient(report);
-        logger.info({ source: pdu.source_addr, destination: pdu.destination_addr, kind: report.kind }, 'smpp: reported a mobile-originated keyword');
+        logger.info(
+          { source: pdu.source_addr, destination: pdu.destination_addr, kind: report.kind },
+          'smpp: reported a mobile-originated keyword',
+        );
         return ESME_ROK;
       }
-      logger.info({ source: pdu.source_addr }, 'smpp: ignored a mobile-originated deliver_sm (ENS takes only STOP and START)');
+      logger.info(
+        { source: pdu.source_addr },
+        'smpp: ignored a mobile-originated deliver_sm (ENS takes only STOP and START)',
+      );
       return ESME_ROK;
     }
     const receipt = parseReceipt(pdu);
@@ -66,7 +72,10 @@ function createProvider(config: SmppConfig, context: PluginContext): Provider {
     logger,
     onDeliver,
   };
-  const binds: BindCommand[] = config.bindMode === 'transceiver' ? ['bind_transceiver'] : ['bind_transmitter', 'bind_receiver'];
+  const binds: BindCommand[] =
+    config.bindMode === 'transceiver'
+      ? ['bind_transceiver']
+      : ['bind_transmitter', 'bind_receiver'];
   const connections = binds.map((bind) => new SmppConnection({ ...common, bind }));
   const transmitter = connections[0]!;
   // Started here, not awaited: an SMSC that is down must not stop ENS from starting.
@@ -77,16 +86,27 @@ function createProvider(config: SmppConfig, context: PluginContext): Provider {
   return {
     async send(m) {
       concatRef = (concatRef + 1) % 256; // a new reference per attempt: a retry's segments must not merge with the last one's
-      const parts = submitParams(m, { defaultSender: config.sourceAddr, registeredDelivery: config.registeredDelivery, concatRef });
+      const parts = submitParams(m, {
+        defaultSender: config.sourceAddr,
+        registeredDelivery: config.registeredDelivery,
+        concatRef,
+      });
       const ids: string[] = [];
       for (const [i, params] of parts.entries()) {
         const resp = await transmitter.request('submit_sm', params);
         if (resp.command_status !== ESME_ROK) {
-          const where = parts.length > 1 ? `segment ${i + 1} of ${parts.length}${i > 0 ? `, ${i} already accepted as ${ids[0]}` : ''}` : undefined;
+          const where =
+            parts.length > 1
+              ? `segment ${i + 1} of ${parts.length}${i > 0 ? `, ${i} already accepted as ${ids[0]}` : ''}`
+              : undefined;
           throw submitError(resp.command_status, where);
         }
         const id = typeof resp.message_id === 'string' ? resp.message_id : '';
-        if (id === '') logger.warn({ deliveryId: m.deliveryId }, 'smpp: submit_sm_resp carried no message_id; receipts cannot be matched');
+        if (id === '')
+          logger.warn(
+            { deliveryId: m.deliveryId },
+            'smpp: submit_sm_resp carried no message_id; receipts cannot be matched',
+          );
         ids.push(id);
       }
       const first = ids[0] || `smpp-no-id:${m.deliveryId}:${m.attempt}`;
@@ -98,7 +118,10 @@ function createProvider(config: SmppConfig, context: PluginContext): Provider {
       return { providerMessageId: first };
     },
 
-    /** Resolves when bound (binding now if the session is down); rejects with the bind refusal or connection error. */
+    /**
+     * Resolves when bound (binding now if the session is down); rejects with the bind refusal or
+     * connection error.
+     */
     async checkCredentials() {
       await Promise.all(connections.map((c) => c.checkBound()));
     },

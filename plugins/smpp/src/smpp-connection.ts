@@ -57,7 +57,10 @@ export class SmppConnection {
   /** Whether the current attempt's failure was already logged (a bind refusal is, as an error). */
   private logged = false;
   private backoffMs: number;
-  /** Why the session is not bound (last socket error, bind refusal…), for send errors and checkCredentials. */
+  /**
+   * Why the session is not bound (last socket error, bind refusal…), for send errors and
+   * checkCredentials.
+   */
   private problem = 'not connected yet';
   private reconnectTimer: NodeJS.Timeout | undefined;
   private connectTimer: NodeJS.Timeout | undefined;
@@ -83,7 +86,10 @@ export class SmppConnection {
   }
 
   private log(level: 'info' | 'warn' | 'error', obj: object, msg: string): void {
-    this.o.logger[level]({ smsc: this.address, systemId: this.o.systemId, bind: this.o.bind, ...obj }, msg);
+    this.o.logger[level](
+      { smsc: this.address, systemId: this.o.systemId, bind: this.o.bind, ...obj },
+      msg,
+    );
   }
 
   private connect(): void {
@@ -134,8 +140,14 @@ export class SmppConnection {
       clearTimeout(this.connectTimer);
       if (resp.command_status !== 0) {
         const why = `${this.o.bind} refused: ${describeStatus(resp.command_status)}`;
-        const hint = AUTH_FAILURES.has(resp.command_status) ? ' (check systemId, password and systemType)' : '';
-        this.log('error', { commandStatus: resp.command_status }, `smpp: ${this.address} ${why}${hint}; retrying with back-off`);
+        const hint = AUTH_FAILURES.has(resp.command_status)
+          ? ' (check systemId, password and systemType)'
+          : '';
+        this.log(
+          'error',
+          { commandStatus: resp.command_status },
+          `smpp: ${this.address} ${why}${hint}; retrying with back-off`,
+        );
         this.logged = true;
         this.drop(s, why);
         return;
@@ -195,11 +207,16 @@ export class SmppConnection {
   private onClose(s: Session): void {
     if (s !== this.session) return;
     const wasBound = this.boundSession === s;
-    if (!this.explained) this.problem = wasBound ? 'the SMSC closed the connection' : `the connection closed before the bind completed`;
+    if (!this.explained)
+      this.problem = wasBound
+        ? 'the SMSC closed the connection'
+        : `the connection closed before the bind completed`;
     this.session = undefined;
     this.boundSession = undefined;
     this.stopTimers();
-    const lost = transientError(`smpp: connection to ${this.address} lost before submit_sm_resp (${this.problem})`);
+    const lost = transientError(
+      `smpp: connection to ${this.address} lost before submit_sm_resp (${this.problem})`,
+    );
     for (const f of this.inflight) f.fail(lost);
     this.inflight.clear();
     if (this.stopped) {
@@ -210,8 +227,18 @@ export class SmppConnection {
     this.failBoundWaiters();
     const delay = Math.round(this.backoffMs * (0.8 + Math.random() * 0.4)); // jitter: many ENS workers must not reconnect in step
     this.backoffMs = Math.min(this.backoffMs * 2, this.o.reconnectMaxMs);
-    if (wasBound) this.log('warn', {}, `smpp: connection to ${this.address} lost (${this.problem}); reconnecting in ${delay} ms`);
-    else if (!this.logged) this.log('warn', {}, `smpp: cannot bind to ${this.address} (${this.problem}); retrying in ${delay} ms`);
+    if (wasBound)
+      this.log(
+        'warn',
+        {},
+        `smpp: connection to ${this.address} lost (${this.problem}); reconnecting in ${delay} ms`,
+      );
+    else if (!this.logged)
+      this.log(
+        'warn',
+        {},
+        `smpp: cannot bind to ${this.address} (${this.problem}); retrying in ${delay} ms`,
+      );
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
     this.reconnectTimer.unref();
   }
@@ -222,18 +249,27 @@ export class SmppConnection {
       status = await this.o.onDeliver(pdu);
     } catch (e) {
       // ESME_RX_T_APPN asks the SMSC to deliver the receipt again later.
-      this.log('error', { err: e }, 'smpp: handling a deliver_sm failed; answering ESME_RX_T_APPN so the SMSC retries');
+      this.log(
+        'error',
+        { err: e },
+        'smpp: handling a deliver_sm failed; answering ESME_RX_T_APPN so the SMSC retries',
+      );
       status = 0x64;
     }
     s.send(pdu.response({ command_status: status }));
   }
 
   private notBound(): ProviderError {
-    if (this.stopped) return transientError(`smpp: not bound to ${this.address}: the provider is closed`);
-    return transientError(`smpp: not bound to ${this.address}${this.problem ? `: ${this.problem}` : ''}`);
+    if (this.stopped)
+      return transientError(`smpp: not bound to ${this.address}: the provider is closed`);
+    return transientError(
+      `smpp: not bound to ${this.address}${this.problem ? `: ${this.problem}` : ''}`,
+    );
   }
 
-  /** Resolves once bound; waits only for a connection attempt already under way, up to `deadline`. */
+  /**
+   * Resolves once bound; waits only for a connection attempt already under way, up to `deadline`.
+   */
   private async whenBound(deadline: number): Promise<Session> {
     if (this.state === 'connecting' && !this.stopped) {
       await new Promise<void>((resolve, reject) => {
@@ -247,10 +283,13 @@ export class SmppConnection {
             reject(e);
           },
         };
-        const t = setTimeout(() => {
-          this.boundWaiters.delete(w);
-          reject(transientError(`smpp: not bound to ${this.address}: still connecting`));
-        }, Math.max(0, deadline - Date.now()));
+        const t = setTimeout(
+          () => {
+            this.boundWaiters.delete(w);
+            reject(transientError(`smpp: not bound to ${this.address}: still connecting`));
+          },
+          Math.max(0, deadline - Date.now()),
+        );
         this.boundWaiters.add(w);
       });
     }
@@ -274,18 +313,26 @@ export class SmppConnection {
           reject(e);
         },
       };
-      const t = setTimeout(() => {
-        const i = this.windowQueue.indexOf(entry);
-        if (i >= 0) this.windowQueue.splice(i, 1);
-        reject(transientError(`smpp: ${this.o.windowSize} submit_sm already awaiting ${this.address}'s answer for ${this.o.submitTimeoutMs} ms`));
-      }, Math.max(0, deadline - Date.now()));
+      const t = setTimeout(
+        () => {
+          const i = this.windowQueue.indexOf(entry);
+          if (i >= 0) this.windowQueue.splice(i, 1);
+          reject(
+            transientError(
+              `smpp: ${this.o.windowSize} submit_sm already awaiting ${this.address}'s answer for ${this.o.submitTimeoutMs} ms`,
+            ),
+          );
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       this.windowQueue.push(entry);
     });
   }
 
   private releaseWindow(): void {
     const next = this.windowQueue.shift();
-    if (next) next.grant(); // the slot passes straight to the next waiter
+    if (next)
+      next.grant(); // the slot passes straight to the next waiter
     else this.windowUsed--;
   }
 
@@ -307,10 +354,17 @@ export class SmppConnection {
             reject(e);
           },
         };
-        const t = setTimeout(() => {
-          this.inflight.delete(entry);
-          reject(transientError(`smpp: no ${command}_resp from ${this.address} within ${this.o.submitTimeoutMs} ms`));
-        }, Math.max(0, deadline - Date.now()));
+        const t = setTimeout(
+          () => {
+            this.inflight.delete(entry);
+            reject(
+              transientError(
+                `smpp: no ${command}_resp from ${this.address} within ${this.o.submitTimeoutMs} ms`,
+              ),
+            );
+          },
+          Math.max(0, deadline - Date.now()),
+        );
         this.inflight.add(entry);
         const sent = s.send(new smpp.PDU(command, params), (resp) => {
           if (!this.inflight.delete(entry)) return; // timed out or lost already
@@ -327,7 +381,10 @@ export class SmppConnection {
     }
   }
 
-  /** Resolves when bound; when down, tries to bind now (skipping the back-off) and reports the outcome. */
+  /**
+   * Resolves when bound; when down, tries to bind now (skipping the back-off) and reports the
+   * outcome.
+   */
   async checkBound(): Promise<void> {
     if (this.state === 'bound') return;
     if (this.stopped) throw this.notBound();
@@ -338,7 +395,9 @@ export class SmppConnection {
     await this.whenBound(Date.now() + this.o.connectTimeoutMs);
   }
 
-  /** Waits for answers in flight, unbinds, closes the socket, and stops reconnecting. Idempotent. */
+  /**
+   * Waits for answers in flight, unbinds, closes the socket, and stops reconnecting. Idempotent.
+   */
   close(): Promise<void> {
     if (!this.closing) {
       this.stopped = true;

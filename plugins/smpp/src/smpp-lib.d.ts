@@ -57,8 +57,13 @@ declare module 'smpp' {
     createServer(options: ServerOptions, listener: (session: Session) => void): Server;
     PDU: PDUConstructor;
     errors: Record<string, number>;
-    /** node-smpp's own text codecs: ASCII is its GSM 03.38 table (data_coding 0), UCS2 is UTF-16BE. */
-    encodings: Record<string, { match(text: string): boolean; encode(text: string): Buffer; decode(octets: Buffer): string }>;
+    /**
+     * node-smpp's own text codecs: ASCII is its GSM 03.38 table (data_coding 0), UCS2 is UTF-16BE.
+     */
+    encodings: Record<
+      string,
+      { match(text: string): boolean; encode(text: string): Buffer; decode(octets: Buffer): string }
+    >;
   }
 
   const smpp: Smpp;

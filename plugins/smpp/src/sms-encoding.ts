@@ -32,7 +32,9 @@ GSM_INDEX.delete('\u001b'); // a bare escape in the text is not a character we c
 export const DATA_CODING_GSM7 = 0x00;
 export const DATA_CODING_UCS2 = 0x08;
 
-/** Single-message and per-segment capacities in the unit of each coding (septets / UTF-16 units). */
+/**
+ * Single-message and per-segment capacities in the unit of each coding (septets / UTF-16 units).
+ */
 const GSM_SINGLE = 160;
 const GSM_SEGMENT = 153; // 160 less the 6-octet UDH (7 septets with fill bits)
 const UCS2_SINGLE = 70;
@@ -58,7 +60,9 @@ export function encodeGsm7(text: string): Buffer | null {
   return Buffer.from(out);
 }
 
-/** UCS-2 big-endian (UTF-16BE: characters beyond the BMP go as surrogate pairs, as handsets expect). */
+/**
+ * UCS-2 big-endian (UTF-16BE: characters beyond the BMP go as surrogate pairs, as handsets expect).
+ */
 export function encodeUcs2(text: string): Buffer {
   return Buffer.from(text, 'utf16le').swap16();
 }
@@ -93,19 +97,27 @@ export function encodeText(text: string): EncodedText {
   const chars = [...text];
   const gsm = chars.map(gsmSeptets);
   if (gsm.every((s): s is number[] => s !== null)) {
-    return { dataCoding: DATA_CODING_GSM7, segments: split(gsm, GSM_SINGLE, GSM_SEGMENT).map((s) => Buffer.from(s)) };
+    return {
+      dataCoding: DATA_CODING_GSM7,
+      segments: split(gsm, GSM_SINGLE, GSM_SEGMENT).map((s) => Buffer.from(s)),
+    };
   }
   // UTF-16 code units per character: two for a surrogate pair.
-  const units = chars.map((ch) => [...encodeUcs2(ch)]).map((bytes) => {
-    const u: number[][] = [];
-    for (let i = 0; i < bytes.length; i += 2) u.push([bytes[i]!, bytes[i + 1]!]);
-    return u;
-  });
+  const units = chars
+    .map((ch) => [...encodeUcs2(ch)])
+    .map((bytes) => {
+      const u: number[][] = [];
+      for (let i = 0; i < bytes.length; i += 2) u.push([bytes[i]!, bytes[i + 1]!]);
+      return u;
+    });
   const segments = split(units, UCS2_SINGLE, UCS2_SEGMENT).map((s) => Buffer.from(s.flat()));
   return { dataCoding: DATA_CODING_UCS2, segments };
 }
 
-/** UDH for concatenated SMS with an 8-bit reference: IEI 0x00, length 3, ref, total, sequence from 1. */
+/**
+ * UDH for concatenated SMS with an 8-bit reference: IEI 0x00, length 3, ref, total, sequence from
+ * 1.
+ */
 export function concatUdh(ref: number, total: number, seq: number): Buffer {
   return Buffer.from([0x05, 0x00, 0x03, ref & 0xff, total, seq]);
 }

@@ -19,7 +19,8 @@ export interface Address {
 /** The recipient, E.164 with '+', as SMPP wants it: the digits, international, E.164 plan. */
 export function destinationAddress(recipient: string): Address {
   const digits = recipient.startsWith('+') ? recipient.slice(1) : recipient;
-  if (!/^[1-9]\d{1,14}$/.test(digits)) throw permanentError(`smpp: recipient ${recipient} is not an E.164 phone number`);
+  if (!/^[1-9]\d{1,14}$/.test(digits))
+    throw permanentError(`smpp: recipient ${recipient} is not an E.164 phone number`);
   return { ton: TON_INTERNATIONAL, npi: NPI_ISDN, addr: digits };
 }
 
@@ -47,13 +48,20 @@ export function submitParams(
   opts: { defaultSender: string | undefined; registeredDelivery: boolean; concatRef: number },
 ): Record<string, unknown>[] {
   const body = m.content.body;
-  if (typeof body !== 'string' || body === '') throw permanentError('smpp: the sms content has no body to send');
+  if (typeof body !== 'string' || body === '')
+    throw permanentError('smpp: the sms content has no body to send');
   const dest = destinationAddress(m.recipient);
   const senderSetting = m.tenantSettings.sender_id;
-  const src = sourceAddress(typeof senderSetting === 'string' && senderSetting.trim() !== '' ? senderSetting : opts.defaultSender);
+  const src = sourceAddress(
+    typeof senderSetting === 'string' && senderSetting.trim() !== ''
+      ? senderSetting
+      : opts.defaultSender,
+  );
   const { dataCoding, segments } = encodeText(body);
   if (segments.length > MAX_SEGMENTS) {
-    throw permanentError(`smpp: the text needs ${segments.length} segments; concatenated SMS allows ${MAX_SEGMENTS}`);
+    throw permanentError(
+      `smpp: the text needs ${segments.length} segments; concatenated SMS allows ${MAX_SEGMENTS}`,
+    );
   }
   const total = segments.length;
   return segments.map((payload, i) => ({
@@ -68,6 +76,7 @@ export function submitParams(
     registered_delivery: opts.registeredDelivery ? 0x01 : 0x00,
     data_coding: dataCoding,
     // Octets, so node-smpp sends them untouched (a string would go through its own encoder).
-    short_message: total > 1 ? Buffer.concat([concatUdh(opts.concatRef, total, i + 1), payload]) : payload,
+    short_message:
+      total > 1 ? Buffer.concat([concatUdh(opts.concatRef, total, i + 1), payload]) : payload,
   }));
 }

@@ -1,4 +1,9 @@
-import { permanentError, transientError, type OutboundMessage, type PluginContext } from '@ens/plugin-sdk';
+import {
+  permanentError,
+  transientError,
+  type OutboundMessage,
+  type PluginContext,
+} from '@ens/plugin-sdk';
 import type { SendMailOptions } from 'nodemailer';
 import type { SmtpConfig } from './config.ts';
 
@@ -18,8 +23,16 @@ export interface ComposedMail {
 
 const DEFAULT_IMAGE_TYPE = 'image/png';
 
-/** Header values built from caller data must stay on one line: a CR or LF would start a header of the caller's choosing. */
-const oneLine = (s: string, max = 998): string => s.replace(/[\x00-\x1f\x7f]+/g, ' ').trim().slice(0, max);
+/**
+ * Header values built from caller data must stay on one line: a CR or LF would start a header of
+ * the caller's choosing.
+ */
+const oneLine = (s: string, max = 998): string =>
+  s
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: a CR or LF would start a header
+    .replace(/[\x00-\x1f\x7f]+/g, ' ')
+    .trim()
+    .slice(0, max);
 
 /**
  * A bare addr-spec: nodemailer would otherwise put anything it cannot parse on the envelope as
@@ -29,11 +42,15 @@ const oneLine = (s: string, max = 998): string => s.replace(/[\x00-\x1f\x7f]+/g,
 const ADDRESS = /^[^\s@<>()",;:\\[\]]+@[^\s@<>()",;:\\[\]]+$/;
 
 function address(what: string, v: string): string {
-  if (!ADDRESS.test(v)) throw permanentError(`smtp: ${what} ${JSON.stringify(v.slice(0, 200))} is not an email address`);
+  if (!ADDRESS.test(v))
+    throw permanentError(
+      `smtp: ${what} ${JSON.stringify(v.slice(0, 200))} is not an email address`,
+    );
   return v;
 }
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' && v.length > 0 ? v : undefined;
 
 function inlineImages(content: Readonly<Record<string, unknown>>): InlineImage[] {
   const raw = content.inline_images;
@@ -44,12 +61,18 @@ function inlineImages(content: Readonly<Record<string, unknown>>): InlineImage[]
     const cid = str(o.cid);
     const key = str(o.storage_key);
     if (!cid) throw permanentError(`smtp: email content inline_images[${i}] has no cid`);
-    if (!key) throw permanentError(`smtp: email content inline_images[${i}] (cid ${cid}) has no storage_key`);
+    if (!key)
+      throw permanentError(
+        `smtp: email content inline_images[${i}] (cid ${cid}) has no storage_key`,
+      );
     return { cid, storage_key: key, media_type: str(o.media_type), filename: str(o.filename) };
   });
 }
 
-/** A URI inside the angle brackets of List-Unsubscribe: no space, bracket, comma or quote can end it early. */
+/**
+ * A URI inside the angle brackets of List-Unsubscribe: no space, bracket, comma or quote can end it
+ * early.
+ */
 const LIST_URI = /^(?:https?:\/\/|mailto:)[^\s<>,"]+$/;
 
 /**
@@ -60,10 +83,15 @@ const LIST_URI = /^(?:https?:\/\/|mailto:)[^\s<>,"]+$/;
  * URIs; one that would not stay inside its brackets is a fault in ENS's configuration, refused
  * rather than sent broken.
  */
-function listUnsubscribe(u: NonNullable<OutboundMessage['unsubscribe']>): Record<string, { prepared: true; value: string }> {
+function listUnsubscribe(
+  u: NonNullable<OutboundMessage['unsubscribe']>,
+): Record<string, { prepared: true; value: string }> {
   const uris = [u.url, ...(u.mailto ? [u.mailto] : [])];
   const bad = uris.find((x) => !LIST_URI.test(x));
-  if (bad !== undefined) throw permanentError(`smtp: the unsubscribe URI ${JSON.stringify(bad.slice(0, 200))} cannot be written into List-Unsubscribe`);
+  if (bad !== undefined)
+    throw permanentError(
+      `smtp: the unsubscribe URI ${JSON.stringify(bad.slice(0, 200))} cannot be written into List-Unsubscribe`,
+    );
   return {
     'List-Unsubscribe': { prepared: true, value: uris.map((x) => `<${x}>`).join(', ') },
     'List-Unsubscribe-Post': { prepared: true, value: 'List-Unsubscribe=One-Click' },
@@ -72,7 +100,10 @@ function listUnsubscribe(u: NonNullable<OutboundMessage['unsubscribe']>): Record
 
 /** The part of an address after the last @, for the Message-ID's right-hand side. */
 function domainOf(address: string): string {
-  const d = address.slice(address.lastIndexOf('@') + 1).toLowerCase().replace(/[^a-z0-9.-]/g, '');
+  const d = address
+    .slice(address.lastIndexOf('@') + 1)
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '');
   return d.length > 0 ? d : 'ens.invalid';
 }
 
@@ -95,38 +126,55 @@ export function messageIdFor(m: OutboundMessage, fromAddress: string): string {
  * one-click unsubscribe headers for bulk mail.
  * Throws permanent errors for content no retry can fix, transient ones when media storage fails.
  */
-export async function composeMail(m: OutboundMessage, config: SmtpConfig, media: PluginContext['media']): Promise<ComposedMail> {
+export async function composeMail(
+  m: OutboundMessage,
+  config: SmtpConfig,
+  media: PluginContext['media'],
+): Promise<ComposedMail> {
   const s = m.tenantSettings;
-  const fromAddress = address('the From address (tenant setting from_address or fromAddress)', str(s.from_address) ?? config.fromAddress);
+  const fromAddress = address(
+    'the From address (tenant setting from_address or fromAddress)',
+    str(s.from_address) ?? config.fromAddress,
+  );
   const fromName = str(s.from_name) ?? config.fromName;
   const replyToRaw = str(s.reply_to) ?? config.replyTo;
-  const replyTo = replyToRaw === undefined ? undefined : address('the Reply-To address (tenant setting reply_to or replyTo)', replyToRaw);
+  const replyTo =
+    replyToRaw === undefined
+      ? undefined
+      : address('the Reply-To address (tenant setting reply_to or replyTo)', replyToRaw);
   const to = address('the recipient', m.recipient);
   // The envelope sender ENS signed for this delivery, so that a relay's bounce comes back to ENS;
   // the From header stays the tenant's or the plugin's.
-  const returnPath = m.returnPath === undefined ? undefined : address('the return path', m.returnPath);
+  const returnPath =
+    m.returnPath === undefined ? undefined : address('the return path', m.returnPath);
   const c = m.content;
   const text = str(c.body);
   const html = str(c.html);
   if (!text && !html) throw permanentError('smtp: email content has neither body nor html');
   const images = inlineImages(c);
-  if (images.length > 0 && !html) throw permanentError('smtp: email content has inline_images but no html to show them');
+  if (images.length > 0 && !html)
+    throw permanentError('smtp: email content has inline_images but no html to show them');
 
-  const attachments = await Promise.all(images.map(async (img) => {
-    let stored: { bytes: Buffer; mediaType: string };
-    try {
-      stored = await media.get(img.storage_key);
-    } catch (e) {
-      throw transientError(`smtp: cannot read inline image ${img.cid} (storage_key ${img.storage_key}): ${(e as Error)?.message ?? String(e)}`, e);
-    }
-    return {
-      cid: img.cid,
-      content: stored.bytes,
-      contentType: img.media_type ?? (stored.mediaType || DEFAULT_IMAGE_TYPE),
-      contentDisposition: 'inline' as const,
-      ...(img.filename ? { filename: img.filename } : {}),
-    };
-  }));
+  const attachments = await Promise.all(
+    images.map(async (img) => {
+      let stored: { bytes: Buffer; mediaType: string };
+      try {
+        stored = await media.get(img.storage_key);
+      } catch (e) {
+        throw transientError(
+          `smtp: cannot read inline image ${img.cid} (storage_key ${img.storage_key}): ${(e as Error)?.message ?? String(e)}`,
+          e,
+        );
+      }
+      return {
+        cid: img.cid,
+        content: stored.bytes,
+        contentType: img.media_type ?? (stored.mediaType || DEFAULT_IMAGE_TYPE),
+        contentDisposition: 'inline' as const,
+        ...(img.filename ? { filename: img.filename } : {}),
+      };
+    }),
+  );
 
   const messageId = messageIdFor(m, fromAddress);
   const subject = typeof c.subject === 'string' ? oneLine(c.subject) : undefined;

@@ -10,7 +10,10 @@ import { SmtpTestServer, TEST_CA_PEM } from './testing/smtp-test-server.ts';
  */
 const USER = 'ens-conformance';
 const PASS = 'correct horse battery staple';
-const LOGO = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201f0a4d2a70000000049454e44ae426082', 'hex');
+const LOGO = Buffer.from(
+  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201f0a4d2a70000000049454e44ae426082',
+  'hex',
+);
 
 const email = (recipient: string): OutboundMessage => ({
   deliveryId: '0190a0b0-0000-7000-8000-00000000e001',

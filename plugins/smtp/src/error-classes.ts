@@ -1,4 +1,11 @@
-import { permanentError, rateLimitedError, recipientError, transientError, type ProviderError, type RecipientRefusal } from '@ens/plugin-sdk';
+import {
+  permanentError,
+  rateLimitedError,
+  recipientError,
+  transientError,
+  type ProviderError,
+  type RecipientRefusal,
+} from '@ens/plugin-sdk';
 
 /** The fields nodemailer puts on the errors it hands back (see its NodemailerError). */
 interface SmtpFailure {
@@ -26,7 +33,8 @@ const AUTH_REPLY_CODES = new Set([530, 534, 535, 538]);
  * connections", SendGrid/Mailgun "421 … rate limit". None gives a retry-after, so the back-off
  * decides when.
  */
-const THROTTLED = /throttl|rate[ -]?limit|sending rate|too many (?:messages|connections|requests|emails)|quota exceeded/i;
+const THROTTLED =
+  /throttl|rate[ -]?limit|sending rate|too many (?:messages|connections|requests|emails)|quota exceeded/i;
 
 /**
  * RFC 3463 enhanced status codes that, in a 5xx reply to RCPT TO, say the address itself is bad,
@@ -43,12 +51,17 @@ const RECIPIENT_REFUSALS: ReadonlyMap<string, RecipientRefusal> = new Map([
   ['5.1.3', 'invalid_recipient'],
 ]);
 
-/** The enhanced status code at the start of a reply's first line (`550 5.1.1 …` or `550-5.1.1 …`). */
+/**
+ * The enhanced status code at the start of a reply's first line (`550 5.1.1 …` or `550-5.1.1 …`).
+ */
 function enhancedStatus(response: string): string | undefined {
   return /^\d{3}[ -]([245]\.\d{1,3}\.\d{1,3})(?:\s|$)/.exec(response.trimStart())?.[1];
 }
 
-/** Commands whose reply is about the message or its recipient; anything earlier is about the session. */
+/**
+ * Commands whose reply is about the message or its recipient; anything earlier is about the
+ * session.
+ */
 const TRANSACTION_COMMANDS = new Set(['MAIL FROM', 'RCPT TO', 'DATA']);
 
 /**
@@ -56,9 +69,15 @@ const TRANSACTION_COMMANDS = new Set(['MAIL FROM', 'RCPT TO', 'DATA']);
  * with the code repeated only once, so last_error reads like the reply a human would quote.
  */
 export function replyText(response: string): string {
-  const lines = response.split(/\r?\n/).map((l) => l.trim()).filter((l) => l.length > 0);
+  const lines = response
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0);
   const [first = '', ...rest] = lines;
-  const joined = [first.replace(/^(\d{3})-/, '$1 '), ...rest.map((l) => l.replace(/^\d{3}[ -](?:\d\.\d{1,3}\.\d{1,3} )?/, ''))].join(' ');
+  const joined = [
+    first.replace(/^(\d{3})-/, '$1 '),
+    ...rest.map((l) => l.replace(/^\d{3}[ -](?:\d\.\d{1,3}\.\d{1,3} )?/, '')),
+  ].join(' ');
   const oneLine = joined.replace(/\s+/g, ' ');
   return oneLine.length > 1_000 ? `${oneLine.slice(0, 997)}...` : oneLine;
 }
@@ -77,34 +96,63 @@ export function replyText(response: string): string {
  *     this message, and a permanent verdict would fail every message while it lasts.
  *   - no reply at all (refused, reset, timeout, TLS failure): transient.
  */
-export function classifySmtpError(e: unknown, opts: { sendTimeoutMs?: number } = {}): ProviderError {
+export function classifySmtpError(
+  e: unknown,
+  opts: { sendTimeoutMs?: number } = {},
+): ProviderError {
   if (e !== null && typeof e === 'object' && 'ensErrorKind' in e) return e as ProviderError;
-  const err: SmtpFailure = e !== null && typeof e === 'object' ? (e as SmtpFailure) : { message: String(e) };
+  const err: SmtpFailure =
+    e !== null && typeof e === 'object' ? (e as SmtpFailure) : { message: String(e) };
   const code = err.code ?? '';
-  const reply = typeof err.response === 'string' && err.response.length > 0 ? replyText(err.response) : undefined;
+  const reply =
+    typeof err.response === 'string' && err.response.length > 0
+      ? replyText(err.response)
+      : undefined;
   const rc = typeof err.responseCode === 'number' ? err.responseCode : undefined;
   const command = err.command ?? '';
   const tlsHint = /CERT|SIGNATURE|SELF_SIGNED|ISSUER|ALTNAME/.test(err.originalCode ?? '')
-    ? " (the relay's certificate did not verify: trust its CA with tls.ca, or name it with tls.servername)"
+    ? " (the relay's certificate did not verify: trust its CA with tls.ca, or name it with " +
+      'tls.servername)'
     : code === 'ETLS' || command === 'STARTTLS'
-      ? ' (requireTLS is on and the relay does not offer a working STARTTLS; set requireTLS false only for a relay without TLS)'
+      ? ' (requireTLS is on and the relay does not offer a working STARTTLS; set requireTLS ' +
+        'false only for a relay without TLS)'
       : '';
 
   if (code === 'EABORT' || err.name === 'AbortError') {
-    return transientError(`smtp: the relay did not finish the send within sendTimeoutMs (${opts.sendTimeoutMs ?? '?'} ms)`, e);
+    return transientError(
+      `smtp: the relay did not finish the send within sendTimeoutMs (${opts.sendTimeoutMs ?? '?'} ms)`,
+      e,
+    );
   }
   if (code === 'EAUTH' || code === 'ENOAUTH' || (rc !== undefined && AUTH_REPLY_CODES.has(rc))) {
     const what = reply ? `smtp ${reply}` : `smtp: ${err.message ?? 'authentication failed'}`;
-    return transientError(`${what} (the relay refused or requires authentication: check the plugin's auth.user and auth.pass)`, e);
+    return transientError(
+      `${what} (the relay refused or requires authentication: check the plugin's auth.user and auth.pass)`,
+      e,
+    );
   }
   if (rc !== undefined && reply !== undefined) {
     const inTransaction = TRANSACTION_COMMANDS.has(command);
-    if (rc >= 500 && rc < 600 && rc !== 503 && inTransaction && !(rc === 552 && command === 'RCPT TO')) {
-      const refusal = command === 'RCPT TO' ? RECIPIENT_REFUSALS.get(enhancedStatus(err.response!) ?? '') : undefined;
-      return refusal ? recipientError(`smtp ${reply}`, refusal, e) : permanentError(`smtp ${reply}`, e);
+    if (
+      rc >= 500 &&
+      rc < 600 &&
+      rc !== 503 &&
+      inTransaction &&
+      !(rc === 552 && command === 'RCPT TO')
+    ) {
+      const refusal =
+        command === 'RCPT TO'
+          ? RECIPIENT_REFUSALS.get(enhancedStatus(err.response!) ?? '')
+          : undefined;
+      return refusal
+        ? recipientError(`smtp ${reply}`, refusal, e)
+        : permanentError(`smtp ${reply}`, e);
     }
-    if (rc >= 400 && rc < 500 && THROTTLED.test(reply)) return rateLimitedError(`smtp ${reply}`, undefined, e);
-    const during = inTransaction ? '' : ` (during ${command === 'CONN' ? 'the greeting' : command || 'the session'})`;
+    if (rc >= 400 && rc < 500 && THROTTLED.test(reply))
+      return rateLimitedError(`smtp ${reply}`, undefined, e);
+    const during = inTransaction
+      ? ''
+      : ` (during ${command === 'CONN' ? 'the greeting' : command || 'the session'})`;
     return transientError(`smtp ${reply}${during}${tlsHint}`, e);
   }
   // nodemailer's own checks before anything reached the relay: a recipient or sender address it
@@ -113,11 +161,15 @@ export function classifySmtpError(e: unknown, opts: { sendTimeoutMs?: number } =
   if (code === 'EENVELOPE' || (code === 'EMESSAGE' && command === 'MAIL FROM')) {
     return permanentError(`smtp: ${err.message ?? code}`, e);
   }
-  const origin = err.originalCode && err.originalCode !== code ? `${code}/${err.originalCode}` : code;
+  const origin =
+    err.originalCode && err.originalCode !== code ? `${code}/${err.originalCode}` : code;
   const label = origin ? `${origin}: ` : '';
   if (code === 'ETIMEDOUT') {
     const which = err.timeoutType ? `${err.timeoutType}: ` : '';
-    return transientError(`smtp: ETIMEDOUT: ${err.message ?? 'timeout'} (${which}no answer from the relay within timeoutMs)`, e);
+    return transientError(
+      `smtp: ETIMEDOUT: ${err.message ?? 'timeout'} (${which}no answer from the relay within timeoutMs)`,
+      e,
+    );
   }
   // ECONNECTION, ESOCKET (ECONNREFUSED, ECONNRESET…), EDNS, EPROTOCOL and the unexpected.
   return transientError(`smtp: ${label}${err.message ?? String(e)}${tlsHint}`, e);

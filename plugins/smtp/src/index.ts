@@ -22,27 +22,45 @@ export default definePlugin<SmtpConfig>({
   create(config, context: PluginContext): Provider {
     checkDkimKey(config);
     if (config.port === 465 && config.secure !== true) {
-      context.logger.warn({ host: config.host, port: 465 }, 'smtp: port 465 expects implicit TLS; set secure: true, or sends will time out waiting for the greeting');
+      context.logger.warn(
+        { host: config.host, port: 465 },
+        'smtp: port 465 expects implicit TLS; set secure: true, or sends will time out waiting ' +
+          'for the greeting',
+      );
     }
     const transporter = createTransporter(config);
     // Failures of a send reach its caller; this is for anything else the transport reports,
     // which as an unhandled 'error' event would take the whole worker down.
-    transporter.on('error', (err: Error) => context.logger.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'smtp: transport error'));
+    transporter.on('error', (err: Error) =>
+      context.logger.warn(
+        { err: { message: err.message, code: (err as { code?: string }).code } },
+        'smtp: transport error',
+      ),
+    );
     const sendTimeoutMs = config.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
     let closed = false;
 
     return {
       async send(m) {
-        if (m.channel !== 'email') throw permanentError(`smtp: cannot send on channel ${m.channel}; this plugin sends email only`);
+        if (m.channel !== 'email')
+          throw permanentError(
+            `smtp: cannot send on channel ${m.channel}; this plugin sends email only`,
+          );
         const { mail, messageId } = await composeMail(m, config, context.media);
         let info: { messageId?: string; response?: string };
         try {
-          info = await transporter.sendMail({ ...mail, signal: AbortSignal.timeout(sendTimeoutMs) });
+          info = await transporter.sendMail({
+            ...mail,
+            signal: AbortSignal.timeout(sendTimeoutMs),
+          });
         } catch (e) {
           throw classifySmtpError(e, { sendTimeoutMs });
         }
         // The relay's queue id (in its 250 reply) is what its own logs use; logged for tracing.
-        context.logger.info({ deliveryId: m.deliveryId, messageId, relayResponse: info.response }, 'smtp: relay accepted the message');
+        context.logger.info(
+          { deliveryId: m.deliveryId, messageId, relayResponse: info.response },
+          'smtp: relay accepted the message',
+        );
         return { providerMessageId: info.messageId || messageId };
       },
 

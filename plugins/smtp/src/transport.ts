@@ -1,6 +1,11 @@
 import { createPrivateKey } from 'node:crypto';
 import nodemailer, { type SMTPPoolOptions, type Transporter } from 'nodemailer';
-import { DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_TIMEOUT_MS, type SmtpConfig } from './config.ts';
+import {
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_PORT,
+  DEFAULT_TIMEOUT_MS,
+  type SmtpConfig,
+} from './config.ts';
 
 /**
  * The header fields a DKIM signature covers: nodemailer's default list (RFC 6376 section 5.4.1's
@@ -8,10 +13,36 @@ import { DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_TIMEOUT_MS, type SmtpCon
  * requires to be signed too; nodemailer's list lacks it. Only the fields a message has are signed.
  */
 export const DKIM_SIGNED_FIELDS = [
-  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
-  'Content-ID', 'Content-Description', 'Resent-Date', 'Resent-From', 'Resent-Sender', 'Resent-To', 'Resent-Cc', 'Resent-Message-ID',
-  'In-Reply-To', 'References', 'List-Id', 'List-Help', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'List-Subscribe', 'List-Post',
-  'List-Owner', 'List-Archive', 'OTP-Token',
+  'From',
+  'Sender',
+  'Reply-To',
+  'Subject',
+  'Date',
+  'Message-ID',
+  'To',
+  'Cc',
+  'MIME-Version',
+  'Content-Type',
+  'Content-Transfer-Encoding',
+  'Content-ID',
+  'Content-Description',
+  'Resent-Date',
+  'Resent-From',
+  'Resent-Sender',
+  'Resent-To',
+  'Resent-Cc',
+  'Resent-Message-ID',
+  'In-Reply-To',
+  'References',
+  'List-Id',
+  'List-Help',
+  'List-Unsubscribe',
+  'List-Unsubscribe-Post',
+  'List-Subscribe',
+  'List-Post',
+  'List-Owner',
+  'List-Archive',
+  'OTP-Token',
 ].join(':');
 
 /**
@@ -27,7 +58,8 @@ export function transportOptions(config: SmtpConfig): SMTPPoolOptions {
     port: config.port ?? DEFAULT_PORT,
     secure,
     // requireTLS means nothing over implicit TLS; with STARTTLS it refuses a relay that does not
-    // offer the upgrade (or an attacker who strips it from the EHLO reply) instead of going on in clear.
+    // offer the upgrade (or an attacker who strips it from the EHLO reply) instead of going on in
+    // clear.
     requireTLS: !secure && (config.requireTLS ?? true),
     ...(config.auth ? { auth: { user: config.auth.user, pass: config.auth.pass } } : {}),
     tls: {
@@ -37,7 +69,14 @@ export function transportOptions(config: SmtpConfig): SMTPPoolOptions {
     },
     ...(config.heloName ? { name: config.heloName } : {}),
     ...(config.dkim
-      ? { dkim: { domainName: config.dkim.domainName, keySelector: config.dkim.keySelector, privateKey: config.dkim.privateKey, headerFieldNames: DKIM_SIGNED_FIELDS } }
+      ? {
+          dkim: {
+            domainName: config.dkim.domainName,
+            keySelector: config.dkim.keySelector,
+            privateKey: config.dkim.privateKey,
+            headerFieldNames: DKIM_SIGNED_FIELDS,
+          },
+        }
       : {}),
     connectionTimeout: timeout,
     greetingTimeout: timeout,
@@ -59,14 +98,21 @@ export function checkDkimKey(config: SmtpConfig): void {
   try {
     type = createPrivateKey(config.dkim.privateKey).asymmetricKeyType;
   } catch (e) {
-    throw new Error(`smtp plugin: dkim.privateKey is not a PEM private key (${(e as Error).message})`);
+    throw new Error(
+      `smtp plugin: dkim.privateKey is not a PEM private key (${(e as Error).message})`,
+    );
   }
-  if (type !== 'rsa') throw new Error(`smtp plugin: dkim.privateKey is a ${type} key; nodemailer signs with rsa-sha256 only`);
+  if (type !== 'rsa')
+    throw new Error(
+      `smtp plugin: dkim.privateKey is a ${type} key; nodemailer signs with rsa-sha256 only`,
+    );
 }
 
 export type SmtpTransporter = Transporter;
 
 export function createTransporter(config: SmtpConfig): SmtpTransporter {
   const options = transportOptions(config);
-  return (config.pool ?? true) ? nodemailer.createTransport({ ...options, pool: true }) : nodemailer.createTransport(options);
+  return (config.pool ?? true)
+    ? nodemailer.createTransport({ ...options, pool: true })
+    : nodemailer.createTransport(options);
 }

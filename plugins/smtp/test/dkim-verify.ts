@@ -21,7 +21,10 @@ function parseTags(value: string): Record<string, string> {
   return tags;
 }
 
-/** Header fields of the raw header block, unfolding nothing: each as "Name: value" with its own CRLFs. */
+/**
+ * Header fields of the raw header block, unfolding nothing: each as "Name: value" with its own
+ * CRLFs.
+ */
 function headerFields(block: string): string[] {
   const fields: string[] = [];
   for (const line of block.split('\r\n')) {
@@ -31,15 +34,25 @@ function headerFields(block: string): string[] {
   return fields;
 }
 
-/** RFC 6376 3.4.2: lower-case name, unfold, runs of WSP to one space, no WSP around the colon or at the end. */
+/**
+ * RFC 6376 3.4.2: lower-case name, unfold, runs of WSP to one space, no WSP around the colon or at
+ * the end.
+ */
 function relaxedHeader(field: string): string {
   const i = field.indexOf(':');
   const name = field.slice(0, i).trim().toLowerCase();
-  const value = field.slice(i + 1).replace(/\r\n/g, '').replace(/[ \t]+/g, ' ').trim();
+  const value = field
+    .slice(i + 1)
+    .replace(/\r\n/g, '')
+    .replace(/[ \t]+/g, ' ')
+    .trim();
   return `${name}:${value}`;
 }
 
-/** RFC 6376 3.4.4: WSP runs to one space, none at line ends, no trailing empty lines, one final CRLF. */
+/**
+ * RFC 6376 3.4.4: WSP runs to one space, none at line ends, no trailing empty lines, one final
+ * CRLF.
+ */
 function relaxedBody(body: string): string {
   const lines = body.split('\r\n').map((l) => l.replace(/[ \t]+/g, ' ').replace(/ $/, ''));
   while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
@@ -65,13 +78,17 @@ export function verifyDkim(raw: Buffer, publicKey: KeyObject): DkimResult {
   const pool = fields.filter((f) => f !== sigField);
   let signed = '';
   for (const name of (tags.h ?? '').split(':')) {
-    const idx = pool.map((f) => f.slice(0, f.indexOf(':')).trim().toLowerCase()).lastIndexOf(name.toLowerCase());
+    const idx = pool
+      .map((f) => f.slice(0, f.indexOf(':')).trim().toLowerCase())
+      .lastIndexOf(name.toLowerCase());
     if (idx < 0) continue;
     signed += `${relaxedHeader(pool[idx]!)}\r\n`;
     pool.splice(idx, 1);
   }
   // The signature field itself, with the b= value emptied and no trailing CRLF.
   signed += relaxedHeader(sigField.replace(/(;\s*b=)[^;]*/, '$1'));
-  const ok = createVerify('RSA-SHA256').update(signed, 'latin1').verify(publicKey, tags.b ?? '', 'base64');
+  const ok = createVerify('RSA-SHA256')
+    .update(signed, 'latin1')
+    .verify(publicKey, tags.b ?? '', 'base64');
   return { ok, reason: ok ? 'signature verified' : 'signature does not verify', tags };
 }

@@ -4,7 +4,10 @@ import { classifyFetchFailure, classifyResponse } from './error-classes.ts';
 
 const USER_AGENT = 'ens-plugin-twilio/0.1.0';
 
-/** What ENS asks Twilio to send; From and MessagingServiceSid may both be present (From wins as sender). */
+/**
+ * What ENS asks Twilio to send; From and MessagingServiceSid may both be present (From wins as
+ * sender).
+ */
 export interface CreateMessage {
   to: string;
   body: string;
@@ -26,7 +29,10 @@ export class TwilioApi {
   constructor(config: TwilioConfig) {
     const base = (config.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
     this.#root = `${base}/2010-04-01/Accounts/${encodeURIComponent(config.accountSid)}`;
-    const [user, pass] = config.apiKeySid && config.apiKeySecret ? [config.apiKeySid, config.apiKeySecret] : [config.accountSid, config.authToken];
+    const [user, pass] =
+      config.apiKeySid && config.apiKeySecret
+        ? [config.apiKeySid, config.apiKeySecret]
+        : [config.accountSid, config.authToken];
     this.#authorization = `Basic ${Buffer.from(`${user}:${pass}`, 'utf8').toString('base64')}`;
     this.#timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
@@ -49,26 +55,43 @@ export class TwilioApi {
     return { sid, status: typeof json?.status === 'string' ? json.status : undefined };
   }
 
-  /** GET …/Accounts/{AccountSid}.json; resolves with the account's status (active, suspended, closed). */
+  /**
+   * GET …/Accounts/{AccountSid}.json; resolves with the account's status (active, suspended,
+   * closed).
+   */
   async fetchAccount(): Promise<{ status: string | undefined }> {
     const { text } = await this.#request('GET', `${this.#root}.json`);
     const json = parseJson(text);
     return { status: typeof json?.status === 'string' ? json.status : undefined };
   }
 
-  async #request(method: 'GET' | 'POST', url: string, form?: URLSearchParams): Promise<{ status: number; text: string }> {
-    const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json', 'user-agent': USER_AGENT };
+  async #request(
+    method: 'GET' | 'POST',
+    url: string,
+    form?: URLSearchParams,
+  ): Promise<{ status: number; text: string }> {
+    const headers: Record<string, string> = {
+      authorization: this.#authorization,
+      accept: 'application/json',
+      'user-agent': USER_AGENT,
+    };
     if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
     let res: Response;
     let text: string;
     try {
-      res = await fetch(url, { method, headers, body: form?.toString(), signal: AbortSignal.timeout(this.#timeoutMs) });
+      res = await fetch(url, {
+        method,
+        headers,
+        body: form?.toString(),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
       // The body read shares the timeout: a server that sends headers and then stalls is no better.
       text = await res.text();
     } catch (e) {
       throw classifyFetchFailure(e, this.#timeoutMs);
     }
-    if (res.status < 200 || res.status > 299) throw classifyResponse(res.status, text, res.headers.get('retry-after'));
+    if (res.status < 200 || res.status > 299)
+      throw classifyResponse(res.status, text, res.headers.get('retry-after'));
     return { status: res.status, text };
   }
 }
@@ -76,7 +99,9 @@ export class TwilioApi {
 function parseJson(text: string): Record<string, unknown> | null {
   try {
     const v: unknown = JSON.parse(text);
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+    return v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }

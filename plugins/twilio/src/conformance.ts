@@ -1,22 +1,37 @@
 import type { OutboundMessage } from '@ens/plugin-sdk';
-import { sampleMessage, type ConformanceFixture, type WebhookCase } from '@ens/plugin-sdk/conformance';
+import {
+  sampleMessage,
+  type ConformanceFixture,
+  type WebhookCase,
+} from '@ens/plugin-sdk/conformance';
 import type { TwilioConfig } from './config.ts';
 import { FakeTwilio, type InboundSms } from './testing/fake-twilio.ts';
 
-/** The public URLs Twilio would call; the plugin checks signatures against them whatever URL the request arrives on. */
+/**
+ * The public URLs Twilio would call; the plugin checks signatures against them whatever URL the
+ * request arrives on.
+ */
 const STATUS_URL = 'https://ens.example.com/webhooks/twilio/status';
 const INBOUND_URL = 'https://ens.example.com/webhooks/twilio/inbound';
 const FROM = '+15005550006';
 const TEXTER = '+15557650001';
 
-const sms = (recipient: string): OutboundMessage => sampleMessage('sms', { deliveryId: '0190a0b0-0000-7000-8000-000000000071', recipient });
+const sms = (recipient: string): OutboundMessage =>
+  sampleMessage('sms', { deliveryId: '0190a0b0-0000-7000-8000-000000000071', recipient });
 
-function callback(fake: FakeTwilio, params: Record<string, string>, signWith?: string): WebhookCase {
+function callback(
+  fake: FakeTwilio,
+  params: Record<string, string>,
+  signWith?: string,
+): WebhookCase {
   return {
     method: 'POST',
     path: '/status',
     url: STATUS_URL,
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': fake.sign(STATUS_URL, params, signWith) },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-twilio-signature': fake.sign(STATUS_URL, params, signWith),
+    },
     body: new URLSearchParams(params).toString(),
   };
 }
@@ -28,7 +43,10 @@ function inbound(fake: FakeTwilio, sms: InboundSms, signWith?: string): WebhookC
     method: 'POST',
     path: '/inbound',
     url: INBOUND_URL,
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': fake.sign(INBOUND_URL, params, signWith) },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-twilio-signature': fake.sign(INBOUND_URL, params, signWith),
+    },
     body: new URLSearchParams(params).toString(),
   };
 }
@@ -67,29 +85,63 @@ const fixture: ConformanceFixture<TwilioConfig> = {
       webhooks(sid) {
         const delivered = fake.statusParams(sid, 'delivered');
         const tampered = { ...delivered, MessageSid: `SM${'0'.repeat(32)}` };
-        const unsigned = { ...callback(fake, delivered), headers: { 'content-type': 'application/x-www-form-urlencoded' } };
-        const tamperedCase = { ...callback(fake, delivered), body: new URLSearchParams(tampered).toString() };
+        const unsigned = {
+          ...callback(fake, delivered),
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        };
+        const tamperedCase = {
+          ...callback(fake, delivered),
+          body: new URLSearchParams(tampered).toString(),
+        };
         const stop = { from: TEXTER, to: FROM, body: 'STOP' };
-        const toDefault = { address: TEXTER, channel: 'sms' as const, sender: { id: FROM, isDefault: true } };
+        const toDefault = {
+          address: TEXTER,
+          channel: 'sms' as const,
+          sender: { id: FROM, isDefault: true },
+        };
         return {
           genuine: [
             callback(fake, fake.statusParams(sid, 'sent')),
             { ...callback(fake, delivered), report: { status: 'delivered' } },
             { ...callback(fake, fake.statusParams(sid, 'read')), report: { status: 'read' } },
-            { ...callback(fake, fake.statusParams(sid, 'undelivered', { errorCode: 30003 })), report: { status: 'failed', error: 'twilio: undelivered (error 30003)' } },
+            {
+              ...callback(fake, fake.statusParams(sid, 'undelivered', { errorCode: 30003 })),
+              report: { status: 'failed', error: 'twilio: undelivered (error 30003)' },
+            },
             { ...inbound(fake, stop), recipientReport: { kind: 'opt_out', ...toDefault } },
-            { ...inbound(fake, { ...stop, body: 'start' }), recipientReport: { kind: 'opt_in', ...toDefault } },
+            {
+              ...inbound(fake, { ...stop, body: 'start' }),
+              recipientReport: { kind: 'opt_in', ...toDefault },
+            },
             // Advanced Opt-Out's own (localised) keyword, read from OptOutType.
-            { ...inbound(fake, { ...stop, to: '+15005550007', body: 'Arrêt', optOutType: 'STOP' }), recipientReport: { kind: 'opt_out', address: TEXTER, sender: { id: '+15005550007', isDefault: false } } },
+            {
+              ...inbound(fake, { ...stop, to: '+15005550007', body: 'Arrêt', optOutType: 'STOP' }),
+              recipientReport: {
+                kind: 'opt_out',
+                address: TEXTER,
+                sender: { id: '+15005550007', isDefault: false },
+              },
+            },
             { ...inbound(fake, { ...stop, body: 'HELP' }), recipientReport: null },
-            { ...inbound(fake, { ...stop, body: 'Please stop texting me at night' }), recipientReport: null },
+            {
+              ...inbound(fake, { ...stop, body: 'Please stop texting me at night' }),
+              recipientReport: null,
+            },
           ],
           forged: [
-            callback(fake, delivered, 'not-the-auth-token'), unsigned, tamperedCase,
+            callback(fake, delivered, 'not-the-auth-token'),
+            unsigned,
+            tamperedCase,
             inbound(fake, stop, 'not-the-auth-token'),
-            { ...inbound(fake, stop), headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+            {
+              ...inbound(fake, stop),
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            },
             // Signed for another texter, replayed with this one.
-            { ...inbound(fake, { ...stop, from: '+15557650002' }), body: new URLSearchParams(fake.inboundParams(stop)).toString() },
+            {
+              ...inbound(fake, { ...stop, from: '+15557650002' }),
+              body: new URLSearchParams(fake.inboundParams(stop)).toString(),
+            },
           ],
         };
       },

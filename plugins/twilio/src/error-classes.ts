@@ -1,6 +1,17 @@
-import { permanentError, rateLimitedError, recipientError, retryAfterMs, transientError, type ProviderError, type RecipientRefusal } from '@ens/plugin-sdk';
+import {
+  permanentError,
+  rateLimitedError,
+  recipientError,
+  retryAfterMs,
+  transientError,
+  type ProviderError,
+  type RecipientRefusal,
+} from '@ens/plugin-sdk';
 
-/** Twilio's REST error body: https://www.twilio.com/docs/usage/twilios-response#response-formats-exceptions */
+/**
+ * Twilio's REST error body:
+ * https://www.twilio.com/docs/usage/twilios-response#response-formats-exceptions
+ */
 export interface TwilioErrorBody {
   code?: number;
   message?: string;
@@ -32,9 +43,13 @@ function parseErrorBody(text: string): TwilioErrorBody | null {
   }
 }
 
-/** "twilio 21211: The 'To' number … is not a valid phone number." — Twilio's own words become last_error. */
+/**
+ * "twilio 21211: The 'To' number … is not a valid phone number." — Twilio's own words become
+ * last_error.
+ */
 function describe(status: number, body: TwilioErrorBody | null, text: string): string {
-  if (body && typeof body.code === 'number' && typeof body.message === 'string') return `twilio ${body.code}: ${body.message}`;
+  if (body && typeof body.code === 'number' && typeof body.message === 'string')
+    return `twilio ${body.code}: ${body.message}`;
   if (body && typeof body.message === 'string') return `twilio: HTTP ${status}: ${body.message}`;
   const snippet = text.replace(/\s+/g, ' ').trim().slice(0, 200);
   return snippet ? `twilio: HTTP ${status}: ${snippet}` : `twilio: HTTP ${status}`;
@@ -45,18 +60,30 @@ function describe(status: number, body: TwilioErrorBody | null, text: string): s
  * 404) are transient: they are the operator's configuration, not the message's fault, and must
  * count toward failover instead of failing every message for good.
  */
-export function classifyResponse(status: number, text: string, retryAfter: string | null): ProviderError {
+export function classifyResponse(
+  status: number,
+  text: string,
+  retryAfter: string | null,
+): ProviderError {
   const body = parseErrorBody(text);
   const reason = describe(status, body, text);
-  // A reason without Twilio's code already names the HTTP status; one with it gets the status added.
+  // A reason without Twilio's code already names the HTTP status; one with it gets the status
+  // added.
   const withStatus = (hint?: string) => {
-    const parts = [typeof body?.code === 'number' ? `HTTP ${status}` : undefined, hint].filter(Boolean);
+    const parts = [typeof body?.code === 'number' ? `HTTP ${status}` : undefined, hint].filter(
+      Boolean,
+    );
     return parts.length > 0 ? `${reason} (${parts.join(': ')})` : reason;
   };
-  if (status === 429 || body?.code === TOO_MANY_REQUESTS) return rateLimitedError(reason, retryAfterMs(retryAfter));
+  if (status === 429 || body?.code === TOO_MANY_REQUESTS)
+    return rateLimitedError(reason, retryAfterMs(retryAfter));
   if (status >= 500) return transientError(withStatus());
   if (status === 401 || status === 403) {
-    return transientError(withStatus('Twilio refused the credentials; check accountSid and authToken or apiKeySid/apiKeySecret'));
+    return transientError(
+      withStatus(
+        'Twilio refused the credentials; check accountSid and authToken or apiKeySid/apiKeySecret',
+      ),
+    );
   }
   if (status === 404) return transientError(withStatus('check baseUrl and accountSid'));
   const refusal = typeof body?.code === 'number' ? RECIPIENT_REFUSALS.get(body.code) : undefined;
@@ -66,8 +93,14 @@ export function classifyResponse(status: number, text: string, retryAfter: strin
 /** fetch rejects on network faults and on the timeout's abort; both are worth retrying. */
 export function classifyFetchFailure(e: unknown, timeoutMs: number): ProviderError {
   const name = (e as { name?: unknown } | null)?.name;
-  if (name === 'TimeoutError' || name === 'AbortError') return transientError(`twilio: no answer within ${timeoutMs} ms`, e);
+  if (name === 'TimeoutError' || name === 'AbortError')
+    return transientError(`twilio: no answer within ${timeoutMs} ms`, e);
   const cause = (e as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
-  const detail = typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : (e as Error)?.message ?? String(e);
+  const detail =
+    typeof cause?.code === 'string'
+      ? cause.code
+      : typeof cause?.message === 'string'
+        ? cause.message
+        : ((e as Error)?.message ?? String(e));
   return transientError(`twilio: request failed: ${detail}`, e);
 }

@@ -1,4 +1,10 @@
-import type { PluginContext, StatusUpdate, WebhookRequest, WebhookResponse, WebhookRoute } from '@ens/plugin-sdk';
+import type {
+  PluginContext,
+  StatusUpdate,
+  WebhookRequest,
+  WebhookResponse,
+  WebhookRoute,
+} from '@ens/plugin-sdk';
 import { FORBIDDEN, signedParams } from './signature.ts';
 
 /**
@@ -7,7 +13,11 @@ import { FORBIDDEN, signedParams } from './signature.ts';
  * (https://www.twilio.com/docs/api/errors/15003); `<Response/>` also stays harmless if an operator
  * points a number's incoming-message webhook here by mistake (it means "do not reply").
  */
-const EMPTY_TWIML: WebhookResponse = { status: 200, body: '<Response/>', headers: { 'content-type': 'text/xml' } };
+const EMPTY_TWIML: WebhookResponse = {
+  status: 200,
+  body: '<Response/>',
+  headers: { 'content-type': 'text/xml' },
+};
 
 /** Describes a failed delivery in last_error: "twilio: undelivered (error 30003)". */
 export function failureReason(status: string, errorCode: string | undefined): string {
@@ -32,13 +42,22 @@ export function statusRoute(opts: StatusRouteOptions): WebhookRoute {
     method: 'POST',
     path: '/status',
     async handler(req: WebhookRequest): Promise<WebhookResponse> {
-      const params = signedParams(req, opts.authToken, opts.statusCallbackUrl ?? req.url, opts.context.logger, 'status callback');
+      const params = signedParams(
+        req,
+        opts.authToken,
+        opts.statusCallbackUrl ?? req.url,
+        opts.context.logger,
+        'status callback',
+      );
       if (!params) return FORBIDDEN;
       const one = (name: string) => params.get(name)?.[0];
       const sid = one('MessageSid') ?? one('SmsSid');
       const status = one('MessageStatus') ?? one('SmsStatus');
       if (!sid || !status) {
-        opts.context.logger.warn({ hasSid: Boolean(sid), hasStatus: Boolean(status) }, 'twilio status callback without MessageSid or MessageStatus; nothing to report');
+        opts.context.logger.warn(
+          { hasSid: Boolean(sid), hasStatus: Boolean(status) },
+          'twilio status callback without MessageSid or MessageStatus; nothing to report',
+        );
         return EMPTY_TWIML;
       }
       // Twilio's status callbacks carry no event time (RawDlrDoneDate has neither seconds nor a
@@ -48,7 +67,12 @@ export function statusRoute(opts: StatusRouteOptions): WebhookRoute {
       if (status === 'delivered') update = { providerMessageId: sid, status: 'delivered', at };
       else if (status === 'read') update = { providerMessageId: sid, status: 'read', at };
       else if (status === 'undelivered' || status === 'failed') {
-        update = { providerMessageId: sid, status: 'failed', at, error: failureReason(status, one('ErrorCode')) };
+        update = {
+          providerMessageId: sid,
+          status: 'failed',
+          at,
+          error: failureReason(status, one('ErrorCode')),
+        };
       }
       // A failing report propagates (the core answers 5xx) so the fault is seen, not swallowed.
       if (update) await opts.context.reportStatus(update);

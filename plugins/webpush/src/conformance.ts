@@ -2,14 +2,26 @@ import webpush from 'web-push';
 import type { OutboundMessage } from '@ens/plugin-sdk';
 import { sampleMessage, type ConformanceFixture } from '@ens/plugin-sdk/conformance';
 import type { WebPushConfig } from './config-schema.ts';
-import { FakePushService, type FakeSubscription, type Outcome } from './testing/fake-push-service.ts';
+import {
+  FakePushService,
+  type FakeSubscription,
+  type Outcome,
+} from './testing/fake-push-service.ts';
 
 /** One webpush send to a subscription of the fake, as ENS's worker builds it. */
-export function pushTo(sub: FakeSubscription, overrides: Partial<OutboundMessage> = {}): OutboundMessage {
+export function pushTo(
+  sub: FakeSubscription,
+  overrides: Partial<OutboundMessage> = {},
+): OutboundMessage {
   return sampleMessage('push', {
     deliveryId: '0190a0b0-0000-7000-8000-0000000000aa',
     recipient: 'user-1',
-    content: { kind: 'rendered', subject: 'Conformance', body: 'conformance check', data: { k: 'v' } },
+    content: {
+      kind: 'rendered',
+      subject: 'Conformance',
+      body: 'conformance check',
+      data: { k: 'v' },
+    },
     device: { token: `sub-${sub.id}`, platform: 'webpush', subscription: sub.json },
     ...overrides,
   });

@@ -1,4 +1,12 @@
-import { bodyExcerpt, deviceGoneError, permanentError, rateLimitedError, retryAfterMs, transientError, type ProviderError } from '@ens/plugin-sdk';
+import {
+  bodyExcerpt,
+  deviceGoneError,
+  permanentError,
+  rateLimitedError,
+  retryAfterMs,
+  transientError,
+  type ProviderError,
+} from '@ens/plugin-sdk';
 
 /**
  * The push service's reason in a line for last_error. Services answer in their own shapes:
@@ -15,7 +23,8 @@ export function describeBody(text: string): string {
     const j = JSON.parse(t) as Record<string, unknown>;
     if (j !== null && typeof j === 'object') {
       if (typeof j.reason === 'string') reason = j.reason;
-      else if (typeof j.message === 'string') reason = typeof j.errno === 'number' ? `errno ${j.errno}: ${j.message}` : j.message;
+      else if (typeof j.message === 'string')
+        reason = typeof j.errno === 'number' ? `errno ${j.errno}: ${j.message}` : j.message;
       else if (typeof j.error === 'string') reason = j.error;
     }
   } catch {
@@ -28,7 +37,9 @@ export interface Answer {
   status: number;
   headers: Headers;
   body: string;
-  /** The push service's origin (never the full endpoint: its path is the subscription's capability). */
+  /**
+   * The push service's origin (never the full endpoint: its path is the subscription's capability).
+   */
   origin: string;
   /** The VAPID identity the request was signed with. */
   app: string;
@@ -41,14 +52,30 @@ export function classifyAnswer(a: Answer): ProviderError {
   const why = describeBody(a.body);
   const s = a.status;
   const at = `push service ${a.origin}`;
-  if (s === 404) return deviceGoneError(`webpush 404: ${at} no longer knows this subscription (expired): ${why}`);
-  if (s === 410) return deviceGoneError(`webpush 410: the subscription is gone (the browser unsubscribed): ${why}`);
-  if (s === 429) return rateLimitedError(`webpush 429: ${at} is throttling: ${why}`, retryAfterMs(a.headers.get('retry-after')));
+  if (s === 404)
+    return deviceGoneError(
+      `webpush 404: ${at} no longer knows this subscription (expired): ${why}`,
+    );
+  if (s === 410)
+    return deviceGoneError(
+      `webpush 410: the subscription is gone (the browser unsubscribed): ${why}`,
+    );
+  if (s === 429)
+    return rateLimitedError(
+      `webpush 429: ${at} is throttling: ${why}`,
+      retryAfterMs(a.headers.get('retry-after')),
+    );
   if (s === 401 || s === 403) {
-    // A configuration fault (keys, subject, or subscriptions made with another key): the operator fixes it.
-    return transientError(`webpush ${s}: ${at} refused the VAPID authorization of identity "${a.app}": ${why}`);
+    // A configuration fault (keys, subject, or subscriptions made with another key): the operator
+    // fixes it.
+    return transientError(
+      `webpush ${s}: ${at} refused the VAPID authorization of identity "${a.app}": ${why}`,
+    );
   }
-  if (s === 413) return permanentError(`webpush 413: ${at} refused the payload as too large (${a.octets} octets encrypted): ${why}`);
+  if (s === 413)
+    return permanentError(
+      `webpush 413: ${at} refused the payload as too large (${a.octets} octets encrypted): ${why}`,
+    );
   if (s === 400) return permanentError(`webpush 400: ${at} refused the request: ${why}`);
   if (s === 408 || s >= 500) return transientError(`webpush ${s}: ${at} failed: ${why}`);
   if (s >= 400) return permanentError(`webpush ${s}: ${at} refused the message: ${why}`);
@@ -56,10 +83,17 @@ export function classifyAnswer(a: Answer): ProviderError {
 }
 
 /** fetch failures: timeouts and network errors are transient. */
-export function classifyNetworkFailure(e: unknown, origin: string, timeoutMs: number): ProviderError {
+export function classifyNetworkFailure(
+  e: unknown,
+  origin: string,
+  timeoutMs: number,
+): ProviderError {
   const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (err?.name === 'TimeoutError' || err?.name === 'AbortError') {
-    return transientError(`webpush: push service ${origin} did not answer within ${timeoutMs} ms`, e);
+    return transientError(
+      `webpush: push service ${origin} did not answer within ${timeoutMs} ms`,
+      e,
+    );
   }
   if ((e as { code?: string })?.code === 'ENS_ERR_OUTBOUND_REFUSED') {
     // The subscription points at an address ENS may not reach (loopback, a private network, a
@@ -67,5 +101,8 @@ export function classifyNetworkFailure(e: unknown, origin: string, timeoutMs: nu
     return permanentError(`webpush: the subscription's endpoint is refused: ${err.message}`, e);
   }
   const detail = err?.cause?.code ?? err?.cause?.message ?? err?.message ?? String(e);
-  return transientError(`webpush: could not reach push service ${origin}: ${bodyExcerpt(String(detail))}`, e);
+  return transientError(
+    `webpush: could not reach push service ${origin}: ${bodyExcerpt(String(detail))}`,
+    e,
+  );
 }

@@ -1,12 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { definePlugin, permanentError, transientError, type OutboundMessage, type PluginContext, type Provider } from '@ens/plugin-sdk';
+import {
+  definePlugin,
+  permanentError,
+  transientError,
+  type OutboundMessage,
+  type PluginContext,
+  type Provider,
+} from '@ens/plugin-sdk';
 import { ConfigSchema, type WebPushConfig } from './config-schema.ts';
 import { classifyAnswer } from './error-classes.ts';
 import { buildPayload } from './payload.ts';
 import { postPush, type PushOptions } from './push-request.ts';
 import { allIdentities, identityFor, identityProblem } from './vapid-identity.ts';
 
-/** provider_message_id is stored with this bound; longer Location URLs give way to a generated id. */
+/**
+ * provider_message_id is stored with this bound; longer Location URLs give way to a generated id.
+ */
 const MAX_ID_LENGTH = 512;
 
 /**
@@ -27,11 +36,23 @@ function messageIdFrom(location: string | null, endpoint: string): string {
 
 function subscriptionOf(m: OutboundMessage, allowHttp: boolean) {
   const d = m.device;
-  if (!d) throw permanentError('webpush: the send carries no device; ENS passes one registered webpush device per send');
-  if (d.platform !== 'webpush') throw permanentError(`webpush: device ${d.token} is a ${d.platform} device, not webpush`);
+  if (!d)
+    throw permanentError(
+      'webpush: the send carries no device; ENS passes one registered webpush device per send',
+    );
+  if (d.platform !== 'webpush')
+    throw permanentError(`webpush: device ${d.token} is a ${d.platform} device, not webpush`);
   const s = d.subscription;
-  if (!s || typeof s.endpoint !== 'string' || !s.keys || typeof s.keys.p256dh !== 'string' || typeof s.keys.auth !== 'string') {
-    throw permanentError(`webpush: device ${d.token} has no push subscription (endpoint and keys p256dh, auth)`);
+  if (
+    !s ||
+    typeof s.endpoint !== 'string' ||
+    !s.keys ||
+    typeof s.keys.p256dh !== 'string' ||
+    typeof s.keys.auth !== 'string'
+  ) {
+    throw permanentError(
+      `webpush: device ${d.token} has no push subscription (endpoint and keys p256dh, auth)`,
+    );
   }
   let url: URL;
   try {
@@ -40,7 +61,9 @@ function subscriptionOf(m: OutboundMessage, allowHttp: boolean) {
     throw permanentError(`webpush: device ${d.token} has an endpoint that is not a URL`);
   }
   if (url.protocol !== 'https:' && !(allowHttp && url.protocol === 'http:')) {
-    throw permanentError(`webpush: device ${d.token} has a ${url.protocol} endpoint; push services are https: (allowHttpEndpoints is for local test services)`);
+    throw permanentError(
+      `webpush: device ${d.token} has a ${url.protocol} endpoint; push services are https: (allowHttpEndpoints is for local test services)`,
+    );
   }
   return s;
 }
@@ -63,11 +86,23 @@ export default definePlugin<WebPushConfig>({
       async send(m) {
         const subscription = subscriptionOf(m, allowHttp);
         const identity = identityFor(config, m.tenantSettings);
-        const a = await postPush(subscription, JSON.stringify(buildPayload(m)), identity, opts, context.outbound);
+        const a = await postPush(
+          subscription,
+          JSON.stringify(buildPayload(m)),
+          identity,
+          opts,
+          context.outbound,
+        );
         if (a.status < 200 || a.status > 299) {
-          throw classifyAnswer({ ...a, origin: new URL(subscription.endpoint).origin, app: identity.name });
+          throw classifyAnswer({
+            ...a,
+            origin: new URL(subscription.endpoint).origin,
+            app: identity.name,
+          });
         }
-        return { providerMessageId: messageIdFrom(a.headers.get('location'), subscription.endpoint) };
+        return {
+          providerMessageId: messageIdFrom(a.headers.get('location'), subscription.endpoint),
+        };
       },
       /**
        * Web Push has no call that checks credentials without a subscription, so this checks what
@@ -79,8 +114,17 @@ export default definePlugin<WebPushConfig>({
           const p = identityProblem(i);
           return p === null ? [] : [`${i.name}: ${p}`];
         });
-        if (problems.length > 0) throw transientError(`webpush: VAPID identity unusable — ${problems.join('; ')}`);
-        context.logger.info({ identities: allIdentities(config).map((i) => ({ name: i.name, publicKey: i.vapidPublicKey })) }, 'webpush VAPID identities checked');
+        if (problems.length > 0)
+          throw transientError(`webpush: VAPID identity unusable — ${problems.join('; ')}`);
+        context.logger.info(
+          {
+            identities: allIdentities(config).map((i) => ({
+              name: i.name,
+              publicKey: i.vapidPublicKey,
+            })),
+          },
+          'webpush VAPID identities checked',
+        );
       },
       async close() {},
     };

@@ -22,7 +22,8 @@ export function buildPayload(m: OutboundMessage): PushPayload {
   const c = m.content;
   const data: Record<string, string> = {};
   if (c.data !== null && typeof c.data === 'object') {
-    for (const [k, v] of Object.entries(c.data as Record<string, unknown>)) data[k] = typeof v === 'string' ? v : JSON.stringify(v);
+    for (const [k, v] of Object.entries(c.data as Record<string, unknown>))
+      data[k] = typeof v === 'string' ? v : JSON.stringify(v);
   }
   return {
     ...(typeof c.subject === 'string' ? { title: c.subject } : {}),

@@ -30,18 +30,38 @@ export interface PushAnswer {
  * through ENS's outbound guard: no private or loopback address, the checked address pinned, no
  * redirect followed.
  */
-export async function postPush(subscription: WebPushSubscription, payload: string, identity: NamedIdentity, o: PushOptions, outbound: OutboundGuard): Promise<PushAnswer> {
+export async function postPush(
+  subscription: WebPushSubscription,
+  payload: string,
+  identity: NamedIdentity,
+  o: PushOptions,
+  outbound: OutboundGuard,
+): Promise<PushAnswer> {
   let details: ReturnType<typeof webpush.generateRequestDetails>;
   try {
-    details = webpush.generateRequestDetails({ endpoint: subscription.endpoint, keys: { p256dh: subscription.keys.p256dh, auth: subscription.keys.auth } }, payload, {
-      vapidDetails: { subject: identity.vapidSubject, publicKey: identity.vapidPublicKey, privateKey: identity.vapidPrivateKey },
-      TTL: o.ttlSeconds,
-      urgency: o.urgency,
-      contentEncoding: o.contentEncoding,
-    });
+    details = webpush.generateRequestDetails(
+      {
+        endpoint: subscription.endpoint,
+        keys: { p256dh: subscription.keys.p256dh, auth: subscription.keys.auth },
+      },
+      payload,
+      {
+        vapidDetails: {
+          subject: identity.vapidSubject,
+          publicKey: identity.vapidPublicKey,
+          privateKey: identity.vapidPrivateKey,
+        },
+        TTL: o.ttlSeconds,
+        urgency: o.urgency,
+        contentEncoding: o.contentEncoding,
+      },
+    );
   } catch (e) {
     // web-push refuses malformed subscription keys here; the same subscription will never work.
-    throw permanentError(`webpush: cannot encrypt to this subscription: ${(e as Error).message}`, e);
+    throw permanentError(
+      `webpush: cannot encrypt to this subscription: ${(e as Error).message}`,
+      e,
+    );
   }
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(details.headers)) {
@@ -52,7 +72,12 @@ export async function postPush(subscription: WebPushSubscription, payload: strin
   const origin = new URL(details.endpoint).origin;
   let res: Response;
   try {
-    res = await outbound.fetch(details.endpoint, { method: 'POST', headers, body, signal: AbortSignal.timeout(o.timeoutMs) });
+    res = await outbound.fetch(details.endpoint, {
+      method: 'POST',
+      headers,
+      body,
+      signal: AbortSignal.timeout(o.timeoutMs),
+    });
   } catch (e) {
     throw classifyNetworkFailure(e, origin, o.timeoutMs);
   }

@@ -16,23 +16,36 @@ export interface NamedIdentity extends Identity {
  * subscription only accepts the key it was made with (RFC 8292 §4.2), so the default key would be
  * refused for every subscription of that tenant.
  */
-export function identityFor(config: WebPushConfig, settings: Readonly<TenantSettings>): NamedIdentity {
+export function identityFor(
+  config: WebPushConfig,
+  settings: Readonly<TenantSettings>,
+): NamedIdentity {
   const app = settings.push_app;
   const apps = config.apps ?? {};
-  if (app === undefined || app === null || app === '' || Object.keys(apps).length === 0) return { name: 'default', ...pick(config) };
+  if (app === undefined || app === null || app === '' || Object.keys(apps).length === 0)
+    return { name: 'default', ...pick(config) };
   const found = typeof app === 'string' && Object.hasOwn(apps, app) ? apps[app] : undefined;
   if (!found) {
-    throw permanentError(`webpush: tenant setting push_app "${String(app)}" names no configured VAPID app (configured: ${Object.keys(apps).join(', ')})`);
+    throw permanentError(
+      `webpush: tenant setting push_app "${String(app)}" names no configured VAPID app (configured: ${Object.keys(apps).join(', ')})`,
+    );
   }
   return { name: app as string, ...pick(found) };
 }
 
 function pick(i: Identity): Identity {
-  return { vapidSubject: i.vapidSubject, vapidPublicKey: i.vapidPublicKey, vapidPrivateKey: i.vapidPrivateKey };
+  return {
+    vapidSubject: i.vapidSubject,
+    vapidPublicKey: i.vapidPublicKey,
+    vapidPrivateKey: i.vapidPrivateKey,
+  };
 }
 
 export function allIdentities(config: WebPushConfig): NamedIdentity[] {
-  return [{ name: 'default', ...pick(config) }, ...Object.entries(config.apps ?? {}).map(([name, i]) => ({ name, ...pick(i) }))];
+  return [
+    { name: 'default', ...pick(config) },
+    ...Object.entries(config.apps ?? {}).map(([name, i]) => ({ name, ...pick(i) })),
+  ];
 }
 
 /**
@@ -43,7 +56,13 @@ export function allIdentities(config: WebPushConfig): NamedIdentity[] {
 export function identityProblem(i: Identity): string | null {
   try {
     // web-push validates subject and both keys before it signs; the audience is a placeholder.
-    webpush.getVapidHeaders('https://push.example', i.vapidSubject, i.vapidPublicKey, i.vapidPrivateKey, 'aes128gcm');
+    webpush.getVapidHeaders(
+      'https://push.example',
+      i.vapidSubject,
+      i.vapidPublicKey,
+      i.vapidPrivateKey,
+      'aes128gcm',
+    );
   } catch (e) {
     return (e as Error).message;
   }

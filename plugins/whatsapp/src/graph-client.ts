@@ -20,7 +20,10 @@ export class GraphClient {
     this.#timeoutMs = o.timeoutMs;
   }
 
-  /** `path` is relative to the versioned base, e.g. `/123/messages`. Resolves with the parsed 2xx body. */
+  /**
+   * `path` is relative to the versioned base, e.g. `/123/messages`. Resolves with the parsed 2xx
+   * body.
+   */
   async request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
     const url = `${this.#base}${path}`;
     let res: Response;
@@ -39,14 +42,20 @@ export class GraphClient {
       text = await res.text();
     } catch (e) {
       // The URL carries no secret (the token is in a header), so it is safe in last_error and logs.
-      const why = (e as Error)?.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : String((e as Error)?.message ?? e);
+      const why =
+        (e as Error)?.name === 'TimeoutError'
+          ? `no answer within ${this.#timeoutMs} ms`
+          : String((e as Error)?.message ?? e);
       throw transientError(`whatsapp: ${method} ${url} failed: ${why}`, e);
     }
     if (!res.ok) throw classifyGraphAnswer(res.status, text, res.headers.get('retry-after'));
     try {
       return JSON.parse(text) as unknown;
     } catch (e) {
-      throw transientError(`whatsapp: ${method} ${url} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`, e);
+      throw transientError(
+        `whatsapp: ${method} ${url} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`,
+        e,
+      );
     }
   }
 }

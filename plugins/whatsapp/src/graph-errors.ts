@@ -1,4 +1,12 @@
-import { permanentError, rateLimitedError, recipientError, retryAfterMs, transientError, type ProviderError, type RecipientRefusal } from '@ens/plugin-sdk';
+import {
+  permanentError,
+  rateLimitedError,
+  recipientError,
+  retryAfterMs,
+  transientError,
+  type ProviderError,
+  type RecipientRefusal,
+} from '@ens/plugin-sdk';
 
 /**
  * Turns a Graph API error answer into ENS's three kinds. Meta asks integrators to key on `code`
@@ -31,7 +39,10 @@ const CONFIGURATION = new Set([0, 3, 10, 190]);
 const isPermissionCode = (code: number) => code >= 200 && code <= 299;
 
 /** Faults of this message or recipient (bad parameter, template, number, 24-hour window…). */
-const PERMANENT = new Set([100, 131008, 131009, 131026, 131030, 131047, 131050, 131051, 132000, 132001, 132005, 132007, 132012, 133010]);
+const PERMANENT = new Set([
+  100, 131008, 131009, 131026, 131030, 131047, 131050, 131051, 132000, 132001, 132005, 132007,
+  132012, 133010,
+]);
 
 /**
  * The refusals that are about the recipient, which ENS suppresses, by Meta's error codes:
@@ -55,7 +66,10 @@ export function graphErrorOf(body: unknown): GraphError | undefined {
   return e !== null && typeof e === 'object' ? (e as GraphError) : undefined;
 }
 
-/** "whatsapp <code>: <message> (<details>)"; Meta prefixes messages with "(#<code>) ", dropped as a repeat. */
+/**
+ * "whatsapp <code>: <message> (<details>)"; Meta prefixes messages with "(#<code>) ", dropped as a
+ * repeat.
+ */
 export function describeGraphError(e: GraphError): string {
   const code = typeof e.code === 'number' ? e.code : Number(e.code);
   const raw = typeof e.message === 'string' && e.message !== '' ? e.message : 'no message';
@@ -64,8 +78,15 @@ export function describeGraphError(e: GraphError): string {
   return `whatsapp ${Number.isFinite(code) ? code : '?'}: ${message}${typeof details === 'string' && details !== '' && details !== message ? ` (${details})` : ''}`;
 }
 
-/** Classifies one non-2xx answer; `text` is the body as received, for answers that are not Graph JSON. */
-export function classifyGraphAnswer(status: number, text: string, retryAfter: string | null): ProviderError {
+/**
+ * Classifies one non-2xx answer; `text` is the body as received, for answers that are not Graph
+ * JSON.
+ */
+export function classifyGraphAnswer(
+  status: number,
+  text: string,
+  retryAfter: string | null,
+): ProviderError {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -79,19 +100,28 @@ export function classifyGraphAnswer(status: number, text: string, retryAfter: st
     const msg = describeGraphError(e);
     if (RATE_LIMITED.has(code)) return rateLimitedError(msg, hint);
     if (TRANSIENT.has(code)) return transientError(msg);
-    if (CONFIGURATION.has(code) || isPermissionCode(code)) return transientError(`${msg} [configuration: check the access token and its permissions]`);
+    if (CONFIGURATION.has(code) || isPermissionCode(code))
+      return transientError(`${msg} [configuration: check the access token and its permissions]`);
     const refusal = RECIPIENT_REFUSALS.get(code);
-    if (refusal) return recipientError(msg, refusal, undefined, { eventTypeOnly: EVENT_TYPE_ONLY_REFUSALS.has(code) });
+    if (refusal)
+      return recipientError(msg, refusal, undefined, {
+        eventTypeOnly: EVENT_TYPE_ONLY_REFUSALS.has(code),
+      });
     if (PERMANENT.has(code)) return permanentError(msg);
     return byStatus(status, msg, hint);
   }
   const snippet = text.trim().slice(0, 200);
-  return byStatus(status, `whatsapp HTTP ${status}: ${snippet === '' ? 'empty answer' : snippet}`, hint);
+  return byStatus(
+    status,
+    `whatsapp HTTP ${status}: ${snippet === '' ? 'empty answer' : snippet}`,
+    hint,
+  );
 }
 
 function byStatus(status: number, msg: string, hint: number | undefined): ProviderError {
   if (status === 429) return rateLimitedError(msg, hint);
-  if (status === 401 || status === 403) return transientError(`${msg} [configuration: check the access token and its permissions]`);
+  if (status === 401 || status === 403)
+    return transientError(`${msg} [configuration: check the access token and its permissions]`);
   if (status >= 500 || status < 400) return transientError(msg);
   return permanentError(msg);
 }

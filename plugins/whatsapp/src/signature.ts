@@ -9,7 +9,11 @@ export function hubSignature(rawBody: Buffer | string, appSecret: string): strin
   return `sha256=${createHmac('sha256', appSecret).update(rawBody).digest('hex')}`;
 }
 
-export function verifyHubSignature(rawBody: Buffer, header: string | string[] | undefined, appSecret: string): boolean {
+export function verifyHubSignature(
+  rawBody: Buffer,
+  header: string | string[] | undefined,
+  appSecret: string,
+): boolean {
   const value = Array.isArray(header) ? header[0] : header;
   if (typeof value !== 'string') return false;
   const m = /^sha256=([0-9a-fA-F]{64})$/.exec(value.trim());
@@ -19,7 +23,10 @@ export function verifyHubSignature(rawBody: Buffer, header: string | string[] | 
   return timingSafeEqual(given, expected);
 }
 
-/** Constant-time string equality; hashing first makes the lengths equal so length leaks nothing either. */
+/**
+ * Constant-time string equality; hashing first makes the lengths equal so length leaks nothing
+ * either.
+ */
 export function sameSecret(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a, 'utf8').digest();
   const hb = createHash('sha256').update(b, 'utf8').digest();

@@ -34,7 +34,8 @@ export function waRecipient(recipient: string): string {
 function requiredString(content: Readonly<Record<string, unknown>>, field: string): string {
   const v = content[field];
   // A malformed content object cannot improve on retry, so it is a permanent failure.
-  if (typeof v !== 'string' || v.trim() === '') throw permanentError(`whatsapp: content.${field} must be a non-empty string`);
+  if (typeof v !== 'string' || v.trim() === '')
+    throw permanentError(`whatsapp: content.${field} must be a non-empty string`);
   return v;
 }
 
@@ -49,14 +50,24 @@ export function templateMessageBody(message: OutboundMessage): TemplateMessageBo
     if (!Array.isArray(params) || !params.every((p) => typeof p === 'string')) {
       throw permanentError('whatsapp: content.body_params must be an array of strings');
     }
-    // Meta counts the body's parameters against the template; an empty list means "no body variables".
-    if (params.length > 0) components.push({ type: 'body', parameters: params.map((text) => ({ type: 'text', text })) });
+    // Meta counts the body's parameters against the template; an empty list means "no body
+    // variables".
+    if (params.length > 0)
+      components.push({ type: 'body', parameters: params.map((text) => ({ type: 'text', text })) });
   }
   const suffix = c.url_button_suffix;
   if (suffix !== undefined && suffix !== null) {
-    if (typeof suffix !== 'string') throw permanentError('whatsapp: content.url_button_suffix must be a string');
-    // ENS's content has one URL button; the Cloud API addresses buttons by position, so it is index 0.
-    if (suffix !== '') components.push({ type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: suffix }] });
+    if (typeof suffix !== 'string')
+      throw permanentError('whatsapp: content.url_button_suffix must be a string');
+    // ENS's content has one URL button; the Cloud API addresses buttons by position, so it is index
+    // 0.
+    if (suffix !== '')
+      components.push({
+        type: 'button',
+        sub_type: 'url',
+        index: '0',
+        parameters: [{ type: 'text', text: suffix }],
+      });
   }
 
   return {
@@ -64,6 +75,10 @@ export function templateMessageBody(message: OutboundMessage): TemplateMessageBo
     recipient_type: 'individual',
     to: waRecipient(message.recipient),
     type: 'template',
-    template: { name, language: { code: language }, ...(components.length > 0 ? { components } : {}) },
+    template: {
+      name,
+      language: { code: language },
+      ...(components.length > 0 ? { components } : {}),
+    },
   };
 }

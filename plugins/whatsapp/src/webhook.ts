@@ -1,4 +1,12 @@
-import type { PluginContext, RecipientReport, RecipientRefusal, StatusUpdate, WebhookRequest, WebhookResponse, WebhookRoute } from '@ens/plugin-sdk';
+import type {
+  PluginContext,
+  RecipientReport,
+  RecipientRefusal,
+  StatusUpdate,
+  WebhookRequest,
+  WebhookResponse,
+  WebhookRoute,
+} from '@ens/plugin-sdk';
 import { EVENT_TYPE_ONLY_REFUSALS, RECIPIENT_REFUSALS } from './graph-errors.ts';
 import { sameSecret, verifyHubSignature } from './signature.ts';
 
@@ -27,10 +35,17 @@ interface WaStatus {
 
 interface Envelope {
   object?: string;
-  entry?: { id?: string; changes?: { field?: string; value?: { statuses?: WaStatus[]; errors?: StatusError[] } }[] }[];
+  entry?: {
+    id?: string;
+    changes?: { field?: string; value?: { statuses?: WaStatus[]; errors?: StatusError[] } }[];
+  }[];
 }
 
-const REPORTED: Record<string, StatusUpdate['status'] | undefined> = { delivered: 'delivered', read: 'read', failed: 'failed' };
+const REPORTED: Record<string, StatusUpdate['status'] | undefined> = {
+  delivered: 'delivered',
+  read: 'read',
+  failed: 'failed',
+};
 
 /** "whatsapp <code>: <title> (<details>)" for each error the status carries. */
 export function describeStatusErrors(errors: StatusError[] | undefined): string {
@@ -47,8 +62,12 @@ export function describeStatusErrors(errors: StatusError[] | undefined): string 
 
 const asArray = <T>(v: T[] | undefined): T[] => (Array.isArray(v) ? v : []);
 
-/** The refusal about the recipient a failed status's errors name, if any (the first one that does). */
-export function recipientRefusalOf(errors: StatusError[] | undefined): { kind: RecipientRefusal; eventTypeOnly: boolean } | undefined {
+/**
+ * The refusal about the recipient a failed status's errors name, if any (the first one that does).
+ */
+export function recipientRefusalOf(
+  errors: StatusError[] | undefined,
+): { kind: RecipientRefusal; eventTypeOnly: boolean } | undefined {
   for (const e of asArray(errors)) {
     const code = Number(e?.code);
     const refusal = RECIPIENT_REFUSALS.get(code);
@@ -57,7 +76,10 @@ export function recipientRefusalOf(errors: StatusError[] | undefined): { kind: R
   return undefined;
 }
 
-export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, context: PluginContext): WebhookRoute[] {
+export function webhookRoutes(
+  opts: { appSecret: string; verifyToken: string },
+  context: PluginContext,
+): WebhookRoute[] {
   const verify: WebhookRoute = {
     method: 'GET',
     path: '/webhook',
@@ -65,14 +87,33 @@ export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, 
       const mode = req.query['hub.mode'];
       const token = req.query['hub.verify_token'];
       const challenge = req.query['hub.challenge'];
-      if (mode !== 'subscribe' || typeof token !== 'string' || !sameSecret(token, opts.verifyToken)) {
-        context.logger.warn({ mode }, 'whatsapp: webhook verification refused (mode or verify token does not match)');
-        return { status: 403, body: 'Forbidden', headers: { 'content-type': 'text/plain; charset=utf-8' } };
+      if (
+        mode !== 'subscribe' ||
+        typeof token !== 'string' ||
+        !sameSecret(token, opts.verifyToken)
+      ) {
+        context.logger.warn(
+          { mode },
+          'whatsapp: webhook verification refused (mode or verify token does not match)',
+        );
+        return {
+          status: 403,
+          body: 'Forbidden',
+          headers: { 'content-type': 'text/plain; charset=utf-8' },
+        };
       }
       if (typeof challenge !== 'string' || challenge === '') {
-        return { status: 400, body: 'hub.challenge is missing', headers: { 'content-type': 'text/plain; charset=utf-8' } };
+        return {
+          status: 400,
+          body: 'hub.challenge is missing',
+          headers: { 'content-type': 'text/plain; charset=utf-8' },
+        };
       }
-      return { status: 200, body: challenge, headers: { 'content-type': 'text/plain; charset=utf-8' } };
+      return {
+        status: 200,
+        body: challenge,
+        headers: { 'content-type': 'text/plain; charset=utf-8' },
+      };
     },
   };
 
@@ -81,7 +122,10 @@ export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, 
     path: '/webhook',
     async handler(req: WebhookRequest): Promise<WebhookResponse> {
       if (!verifyHubSignature(req.rawBody, req.headers['x-hub-signature-256'], opts.appSecret)) {
-        context.logger.warn({ hasSignature: req.headers['x-hub-signature-256'] !== undefined }, 'whatsapp: webhook refused: X-Hub-Signature-256 missing or wrong');
+        context.logger.warn(
+          { hasSignature: req.headers['x-hub-signature-256'] !== undefined },
+          'whatsapp: webhook refused: X-Hub-Signature-256 missing or wrong',
+        );
         return { status: 401, body: { error: 'invalid X-Hub-Signature-256' } };
       }
       let envelope: Envelope;
@@ -91,7 +135,8 @@ export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, 
         return { status: 400, body: { error: 'body is not JSON' } };
       }
       // Other objects (page, instagram) can share an app's callback URL; they are not ours to read.
-      if (envelope?.object !== 'whatsapp_business_account') return { status: 200, body: { ok: true } };
+      if (envelope?.object !== 'whatsapp_business_account')
+        return { status: 200, body: { ok: true } };
 
       const updates: StatusUpdate[] = [];
       const recipients: RecipientReport[] = [];
@@ -99,30 +144,53 @@ export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, 
         for (const change of asArray(entry?.changes)) {
           if (change?.field !== 'messages' || !change.value) continue;
           for (const err of asArray(change.value.errors)) {
-            // System- or account-level errors name no message, so there is nothing to report them against.
-            context.logger.warn({ waba: entry.id, code: err.code, title: err.title, details: err.error_data?.details }, 'whatsapp: webhook reports an account-level error');
+            // System- or account-level errors name no message, so there is nothing to report them
+            // against.
+            context.logger.warn(
+              {
+                waba: entry.id,
+                code: err.code,
+                title: err.title,
+                details: err.error_data?.details,
+              },
+              'whatsapp: webhook reports an account-level error',
+            );
           }
           for (const s of asArray(change.value.statuses)) {
             const status = REPORTED[String(s?.status)];
-            // "sent" adds nothing to ENS's own sent state; other statuses (deleted, played…) have no ENS meaning.
+            // "sent" adds nothing to ENS's own sent state; other statuses (deleted, played…) have
+            // no ENS meaning.
             if (!status || typeof s.id !== 'string' || s.id === '') continue;
             const seconds = Number(s.timestamp);
             const at = Number.isFinite(seconds) ? new Date(seconds * 1000) : new Date();
-            updates.push(status === 'failed'
-              ? { providerMessageId: s.id, status, at, error: describeStatusErrors(s.errors) }
-              : { providerMessageId: s.id, status, at });
+            updates.push(
+              status === 'failed'
+                ? { providerMessageId: s.id, status, at, error: describeStatusErrors(s.errors) }
+                : { providerMessageId: s.id, status, at },
+            );
             const refusal = status === 'failed' ? recipientRefusalOf(s.errors) : undefined;
-            if (refusal) recipients.push({ ...refusal, providerMessageId: s.id, at, detail: describeStatusErrors(s.errors) });
+            if (refusal)
+              recipients.push({
+                ...refusal,
+                providerMessageId: s.id,
+                at,
+                detail: describeStatusErrors(s.errors),
+              });
           }
         }
       }
-      // In arrival order: the core keeps statuses monotonic (read implies delivered), so no reordering here.
+      // In arrival order: the core keeps statuses monotonic (read implies delivered), so no
+      // reordering here.
       for (const u of updates) {
         try {
           await context.reportStatus(u);
         } catch (e) {
-          // Answering 5xx makes Meta redeliver the batch; repeats are harmless because the core dedupes.
-          context.logger.error({ err: e, providerMessageId: u.providerMessageId, status: u.status }, 'whatsapp: could not record a status; asking Meta to retry');
+          // Answering 5xx makes Meta redeliver the batch; repeats are harmless because the core
+          // dedupes.
+          context.logger.error(
+            { err: e, providerMessageId: u.providerMessageId, status: u.status },
+            'whatsapp: could not record a status; asking Meta to retry',
+          );
           return { status: 500, body: { error: 'status could not be recorded' } };
         }
       }
@@ -131,7 +199,10 @@ export function webhookRoutes(opts: { appSecret: string; verifyToken: string }, 
           await context.reportRecipient(r);
         } catch (e) {
           // As for statuses: Meta redelivers, and a repeated report rewrites the same entry.
-          context.logger.error({ err: e, providerMessageId: r.providerMessageId, kind: r.kind }, 'whatsapp: could not record a refused recipient; asking Meta to retry');
+          context.logger.error(
+            { err: e, providerMessageId: r.providerMessageId, kind: r.kind },
+            'whatsapp: could not record a refused recipient; asking Meta to retry',
+          );
           return { status: 500, body: { error: 'recipient report could not be recorded' } };
         }
       }

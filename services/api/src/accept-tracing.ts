@@ -1,5 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { endAcceptSpan, noteAccepted, noteHandoff, startAcceptSpan, traceparentOf, tracingOn, validTraceparent } from '@ens/core/internal';
+import {
+  endAcceptSpan,
+  noteAccepted,
+  noteHandoff,
+  startAcceptSpan,
+  traceparentOf,
+  tracingOn,
+  validTraceparent,
+} from '@ens/core/internal';
 
 /*
  * The span of `POST /v2/messages`, opened when the request arrives and ended when its answer has
@@ -24,13 +32,19 @@ const hooks = {
     if (span) spans.set(req, span);
     done();
   },
-  onSend(req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
+  onSend(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    done: (err: null, payload: unknown) => void,
+  ): void {
     const span = spans.get(req);
     // The handoff the 202 names: the new one, or on a replay the one first accepted with the key.
     if (span && reply.statusCode === 202 && typeof payload === 'string') {
       try {
         const handoffId = (JSON.parse(payload) as { handoff_id?: unknown }).handoff_id;
-        if (typeof handoffId === 'string') noteHandoff(span, handoffId, reply.getHeader('idempotent-replayed') === 'true');
+        if (typeof handoffId === 'string')
+          noteHandoff(span, handoffId, reply.getHeader('idempotent-replayed') === 'true');
       } catch {
         // Not the 202 body; the span goes without the id.
       }
@@ -61,7 +75,10 @@ export function acceptSpanHooks(): Partial<typeof hooks> {
  * the accept span's, noting on it what is being stored; untraced, the caller's own traceparent when
  * it sent a valid one (handed on to its callback), else null.
  */
-export function acceptTraceparent(req: FastifyRequest, a: { clientId: string; tenant: string; deliveries: number }): string | null {
+export function acceptTraceparent(
+  req: FastifyRequest,
+  a: { clientId: string; tenant: string; deliveries: number },
+): string | null {
   const span = spans.get(req);
   if (!span) return validTraceparent(header(req.headers.traceparent));
   noteAccepted(span, a);

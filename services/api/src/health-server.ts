@@ -1,5 +1,6 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Runtime } from '@ens/core';
+import { httpTimeouts } from './http-timeouts.ts';
 import { healthRoutes } from './routes/health.ts';
 
 /**
@@ -8,7 +9,11 @@ import { healthRoutes } from './routes/health.ts';
  * consume loop that stopped.
  */
 export async function buildHealthServer(rt: Runtime): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: rt.logger as FastifyBaseLogger, disableRequestLogging: true });
+  const app = Fastify({
+    loggerInstance: rt.logger as FastifyBaseLogger,
+    ...httpTimeouts(rt.config),
+    logController: new LogController({ disableRequestLogging: true }),
+  });
   healthRoutes(app, rt);
   return app;
 }

@@ -10,17 +10,28 @@ import { Errors } from '@ens/core';
  */
 export function installJsonBodyParser(app: FastifyInstance, bodyLimit: number): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(Errors.badRequest('The request body is empty; send a JSON object.'), undefined);
-    try {
-      done(null, sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' }));
-    } catch (e) {
-      const message = (e as Error).message;
-      if (/prototype/i.test(message)) {
-        return done(Errors.badRequest('The request body has a "__proto__" or "constructor.prototype" key, which ENS refuses (it could change the prototype of every object); rename that field.'), undefined);
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit },
+    (_req, body, done) => {
+      const text = body as string;
+      if (text.trim() === '')
+        return done(Errors.badRequest('The request body is empty; send a JSON object.'), undefined);
+      try {
+        done(null, sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' }));
+      } catch (e) {
+        const message = (e as Error).message;
+        if (/prototype/i.test(message)) {
+          return done(
+            Errors.badRequest(
+              'The request body has a "__proto__" or "constructor.prototype" key, which ENS ' +
+                'refuses (it could change the prototype of every object); rename that field.',
+            ),
+            undefined,
+          );
+        }
+        return done(Errors.badRequest(`The request body is not valid JSON: ${message}`), undefined);
       }
-      return done(Errors.badRequest(`The request body is not valid JSON: ${message}`), undefined);
-    }
-  });
+    },
+  );
 }

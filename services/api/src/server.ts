@@ -1,15 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+} from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { type Runtime } from '@ens/core';
+import type { Runtime } from '@ens/core';
 import { ClientDirectory, httpDuration } from '@ens/core/internal';
 import { AccessTokens } from './auth/access-token.ts';
 import { clientAuthenticator } from './auth/require-client.ts';
 import { tokenRoute } from './auth/token-route.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { installErrorHandler } from './error-handler.ts';
+import { httpTimeouts } from './http-timeouts.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { openapiOptions } from './openapi/document.ts';
 import { ClientRateLimits, TokenRateLimits } from './limits/rate-limits.ts';
@@ -27,7 +33,11 @@ import { typeboxValidator } from './validation.ts';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The headers /docs answers with, as the console's: no framing, no sniffing, a strict CSP. */
-const DOCS_HEADERS = { 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' };
+const DOCS_HEADERS = {
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+};
 
 export interface ApiOptions {
   /**
@@ -41,6 +51,7 @@ export interface ApiOptions {
 export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: rt.logger as FastifyBaseLogger,
+    ...httpTimeouts(rt.config),
     bodyLimit: rt.config.maxBodyBytes,
     // A caller's X-Request-Id is kept only when it is a sane id: it is echoed in a header and
     // written to every log line of the request, so an unbounded or odd one is replaced.
@@ -53,12 +64,16 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
     clientErrorHandler,
-    // A URL Fastify's router cannot decode (%FF, an encoded surrogate) reaches no route and no error
-    // handler: answered here as every other refusal is.
+    // A URL Fastify's router cannot decode (%FF, an encoded surrogate) reaches no route and no
+    // error handler: answered here as every other refusal is.
     frameworkErrors: (err, _req, reply) => {
-      void (reply as FastifyReply).code(400).send({ code: 'ENS_ERR_BAD_REQUEST', detail: `The URL cannot be decoded (${err.message}); percent-encode it as UTF-8.` });
+      void (reply as FastifyReply).code(400).send({
+        code: 'ENS_ERR_BAD_REQUEST',
+        detail: `The URL cannot be decoded (${err.message}); percent-encode it as UTF-8.`,
+      });
     },
-    // Device tokens travel in the path (PUT …/devices/{token}); FCM tokens run past the default 100.
+    // Device tokens travel in the path (PUT …/devices/{token}); FCM tokens run past the default
+    // 100.
     routerOptions: { maxParamLength: 4200 },
   });
   app.setValidatorCompiler(typeboxValidator);
@@ -71,7 +86,10 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     // The UI's own CSP (with hashes for its inline script and style), framed by nobody and without
     // upgrade-insecure-requests, which would send a plain-http install's asset requests to https.
     staticCSP: true,
-    transformStaticCSP: (csp) => csp.replace(/frame-ancestors [^;]*;/, "frame-ancestors 'none';").replace(/\s*upgrade-insecure-requests;?/, ''),
+    transformStaticCSP: (csp) =>
+      csp
+        .replace(/frame-ancestors [^;]*;/, "frame-ancestors 'none';")
+        .replace(/\s*upgrade-insecure-requests;?/, ''),
     uiHooks: {
       onRequest: async (_req, reply) => {
         reply.headers(DOCS_HEADERS);
@@ -83,9 +101,21 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
     reply.header('x-request-id', req.id);
   });
   app.addHook('onResponse', async (req, reply) => {
-    httpDuration.observe({ method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
-    if (reply.statusCode >= 500) req.log.error({ url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request failed');
-    else req.log.debug({ url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+    httpDuration.observe(
+      {
+        method: req.method,
+        route: req.routeOptions.url ?? 'unmatched',
+        status: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1000,
+    );
+    if (reply.statusCode >= 500)
+      req.log.error(
+        { url: req.url, status: reply.statusCode, ms: reply.elapsedTime },
+        'request failed',
+      );
+    else
+      req.log.debug({ url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
   });
 
   const tokens = new AccessTokens(rt.tokenKey, rt.config.tokenTtlSeconds);
@@ -93,7 +123,11 @@ export async function buildApi(rt: Runtime, opts: ApiOptions = {}): Promise<Fast
   await directory.start();
   app.addHook('onClose', () => directory.close());
 
-  await tokenRoute(app, { clients: rt.clients, tokens, limits: new TokenRateLimits(rt.config.tokenRateLimit) });
+  await tokenRoute(app, {
+    clients: rt.clients,
+    tokens,
+    limits: new TokenRateLimits(rt.config.tokenRateLimit),
+  });
   healthRoutes(app, rt);
   homeRoute(app);
   // Outside /v2/ and without sign-in: the link in a bulk email's List-Unsubscribe header.

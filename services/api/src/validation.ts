@@ -3,14 +3,19 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
 import { Errors, type FieldError } from '@ens/core';
-import { findHostileInput } from './input-hygiene.ts';
+import { findHostileInput } from '@ens/core/internal';
 
 interface SchemaError {
   keyword: string;
   schemaPath: string;
   instancePath: string;
   message: string;
-  params?: { additionalProperties?: string[]; requiredProperties?: string[]; allowedValue?: unknown; type?: string };
+  params?: {
+    additionalProperties?: string[];
+    requiredProperties?: string[];
+    allowedValue?: unknown;
+    type?: string;
+  };
 }
 
 const ALTERNATIVE = /\/anyOf\/\d+$/;
@@ -42,16 +47,24 @@ function fieldErrors(raw: SchemaError[]): FieldError[] {
     const at = e.instancePath;
     const union = e.keyword === 'anyOf' ? unions.get(`${at}\u0000${e.schemaPath}`) : undefined;
     if (e.keyword === 'required') {
-      for (const name of e.params?.requiredProperties ?? []) out.push({ path: `${at}/${name}`, message: 'is required' });
+      for (const name of e.params?.requiredProperties ?? [])
+        out.push({ path: `${at}/${name}`, message: 'is required' });
     } else if (e.keyword === 'additionalProperties') {
-      for (const name of e.params?.additionalProperties ?? []) out.push({ path: `${at}/${name}`, message: 'is not a known field' });
+      for (const name of e.params?.additionalProperties ?? [])
+        out.push({ path: `${at}/${name}`, message: 'is not a known field' });
     } else if (e.keyword === 'boolean' && e.schemaPath.endsWith('/additionalProperties')) {
       // The same unknown field again, as "schema is false"; reported above.
-    } else if (alternative(e) !== null && unions.has(`${at}\u0000${e.schemaPath.replace(ALTERNATIVE, '')}`)) {
+    } else if (
+      alternative(e) !== null &&
+      unions.has(`${at}\u0000${e.schemaPath.replace(ALTERNATIVE, '')}`)
+    ) {
       // One alternative of a union; the union's own entry below says what would do.
     } else if (union) {
       const literals = union.every((a) => !/^[a-z]+$/.test(a));
-      out.push({ path: at || '/', message: literals ? `must be one of ${union.join(', ')}` : `must be ${union.join(' or ')}` });
+      out.push({
+        path: at || '/',
+        message: literals ? `must be one of ${union.join(', ')}` : `must be ${union.join(' or ')}`,
+      });
     } else {
       out.push({ path: at || '/', message: e.message });
     }
@@ -66,13 +79,26 @@ function fieldErrors(raw: SchemaError[]): FieldError[] {
 }
 
 const hasDefault = (s: unknown): boolean =>
-  s !== null && typeof s === 'object' && (Object.hasOwn(s, 'default') || Object.values(s).some(hasDefault));
+  s !== null &&
+  typeof s === 'object' &&
+  (Object.hasOwn(s, 'default') || Object.values(s).some(hasDefault));
 const hasRef = (s: unknown): boolean =>
-  s !== null && typeof s === 'object' && (Object.hasOwn(s, '$ref') || Object.values(s).some(hasRef));
+  s !== null &&
+  typeof s === 'object' &&
+  (Object.hasOwn(s, '$ref') || Object.values(s).some(hasRef));
 
-/** A copy of a TypeBox schema (with its non-enumerable markers, such as optional) with some fields replaced. */
+/**
+ * A copy of a TypeBox schema (with its non-enumerable markers, such as optional) with some fields
+ * replaced.
+ */
 const withFields = (s: TSchema, fields: Record<string, unknown>): TSchema =>
-  Object.assign(Object.create(Object.getPrototypeOf(s) as object, Object.getOwnPropertyDescriptors(s)) as TSchema, fields);
+  Object.assign(
+    Object.create(
+      Object.getPrototypeOf(s) as object,
+      Object.getOwnPropertyDescriptors(s),
+    ) as TSchema,
+    fields,
+  );
 
 /**
  * The part of a schema that can fill in defaults: the objects and arrays on the way to each
@@ -87,7 +113,12 @@ function defaultsOnly(schema: TSchema): TSchema | null {
   const prune = (s: TSchema): TSchema | null => {
     if (!hasDefault(s)) return null;
     if (Object.hasOwn(s, 'default')) return s;
-    const o = s as TSchema & { '~kind'?: string; properties?: Record<string, TSchema>; items?: TSchema; additionalProperties?: unknown };
+    const o = s as TSchema & {
+      '~kind'?: string;
+      properties?: Record<string, TSchema>;
+      items?: TSchema;
+      additionalProperties?: unknown;
+    };
     if (o['~kind'] === 'Object' && o.properties && typeof o.additionalProperties !== 'object') {
       const properties: Record<string, TSchema> = {};
       for (const [k, v] of Object.entries(o.properties)) {
@@ -107,9 +138,17 @@ function defaultsOnly(schema: TSchema): TSchema | null {
 
 /** An object schema whose declared properties are all plain strings (no default, no other type). */
 function stringsOnly(schema: TSchema): boolean {
-  const o = schema as TSchema & { type?: unknown; properties?: Record<string, TSchema & { type?: unknown }>; additionalProperties?: unknown };
-  return o.type === 'object' && typeof o.additionalProperties !== 'object' && !hasDefault(schema) &&
-    Object.values(o.properties ?? {}).every((p) => p.type === 'string');
+  const o = schema as TSchema & {
+    type?: unknown;
+    properties?: Record<string, TSchema & { type?: unknown }>;
+    additionalProperties?: unknown;
+  };
+  return (
+    o.type === 'object' &&
+    typeof o.additionalProperties !== 'object' &&
+    !hasDefault(schema) &&
+    Object.values(o.properties ?? {}).every((p) => p.type === 'string')
+  );
 }
 
 /**
@@ -121,18 +160,31 @@ function stringsOnly(schema: TSchema): boolean {
 export const typeboxValidator: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const check = Compile(schema);
   const defaults = defaultsOnly(schema);
-  const withDefaults = (v: unknown) => (defaults === null ? v : defaults === schema ? check.Default(v) : Value.Default(defaults, v));
+  const withDefaults = (v: unknown) =>
+    defaults === null ? v : defaults === schema ? check.Default(v) : Value.Default(defaults, v);
   // Header values are strings already: converting them to a schema of strings would change nothing.
-  const convert = httpPart === 'querystring' || httpPart === 'params' || (httpPart === 'headers' && !stringsOnly(schema));
-  const where = httpPart === 'body' ? 'body' : httpPart === 'querystring' ? 'query' : (httpPart ?? 'request');
+  const convert =
+    httpPart === 'querystring' ||
+    httpPart === 'params' ||
+    (httpPart === 'headers' && !stringsOnly(schema));
+  const where =
+    httpPart === 'body' ? 'body' : httpPart === 'querystring' ? 'query' : (httpPart ?? 'request');
   return (input: unknown) => {
     const hostile = findHostileInput(input);
-    if (hostile) return { error: Errors.validation(`Invalid ${where}: ${hostile.path} ${hostile.message}`, [hostile]) };
+    if (hostile)
+      return {
+        error: Errors.validation(`Invalid ${where}: ${hostile.path} ${hostile.message}`, [hostile]),
+      };
     let value = convert ? check.Convert(withDefaults(structuredClone(input))) : input;
     if (!convert && value !== null && typeof value === 'object') value = withDefaults(value);
     if (check.Check(value)) return { value };
     const errors = fieldErrors(check.Errors(value) as SchemaError[]);
     const first = errors[0];
-    return { error: Errors.validation(`Invalid ${where}: ${first ? `${first.path} ${first.message}` : 'does not match the schema'}`, errors) };
+    return {
+      error: Errors.validation(
+        `Invalid ${where}: ${first ? `${first.path} ${first.message}` : 'does not match the schema'}`,
+        errors,
+      ),
+    };
   };
 };

@@ -1,8 +1,23 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { callbackLeaseMs, decideCallbackRetry, type ClientRow, type Runtime } from '@ens/core';
 import {
-  CALLBACK_CONSUMER, CALLBACK_STREAM, callbackPosts, callbacksDeferred, callbacksJobs, ClientDirectory, closeOutboundConnections, consumeWorkQueue, endCallbackPostSpan, parseCallbackWakeup,
-  startCallbackPostSpan, startJobs, traceparentOf, type CallbackClaim, type ClaimedCallback, type PostResult,
+  CALLBACK_CONSUMER,
+  CALLBACK_STREAM,
+  callbackPosts,
+  callbacksDeferred,
+  callbacksJobs,
+  ClientDirectory,
+  closeOutboundConnections,
+  consumeWorkQueue,
+  endCallbackPostSpan,
+  parseCallbackWakeup,
+  recordOutcome,
+  startCallbackPostSpan,
+  startJobs,
+  traceparentOf,
+  type CallbackClaim,
+  type ClaimedCallback,
+  type PostResult,
 } from '@ens/core/internal';
 import { postCallback } from './post/poster.ts';
 import { ensSignature, standardWebhookHeaders } from './post/signature.ts';
@@ -15,15 +30,26 @@ const POST_SLOTS = 256;
  * what a client whose receiver hangs can hold, so three such clients still leave a quarter free.
  */
 const POSTS_PER_CLIENT = 64;
-/** Wake-ups held per post slot, so claims and records batch across more handlers (see the worker). */
+/**
+ * Wake-ups held per post slot, so claims and records batch across more handlers (see the worker).
+ */
 const MESSAGES_PER_POST_SLOT = 4;
 /** How the post slots treat a client whose receiver is slow (see post-slots.ts). */
 const SLOW_RECEIVER = {
-  /** A post that takes this long is slow: a receiver that answers sooner frees its slots soon enough. */
+  /**
+   * A post that takes this long is slow: a receiver that answers sooner frees its slots soon
+   * enough.
+   */
   slowPostMs: 1_000,
-  /** A wake-up that would wait longer than this behind its own client's slow posts goes back to the queue... */
+  /**
+   * A wake-up that would wait longer than this behind its own client's slow posts goes back to the
+   * queue...
+   */
   maxWaitMs: 2_000,
-  /** ...for about that wait, at most this long, so that a receiver that recovers is soon posted to again. */
+  /**
+   * ...for about that wait, at most this long, so that a receiver that recovers is soon posted to
+   * again.
+   */
   maxDeferMs: 60_000,
 };
 /** How often the parked posts are checked against SLOW_RECEIVER.maxWaitMs. */
@@ -38,13 +64,22 @@ export interface CallbacksRole {
  * that cannot be opened (sealed under another master key) must end in a dead letter, not in a
  * handler that throws and is redelivered for ever.
  */
-function signingHeaders(rt: Runtime, client: ClientRow | null, webhookId: string, rawBody: Buffer): { headers: Record<string, string> } | { error: string } {
+function signingHeaders(
+  rt: Runtime,
+  client: ClientRow | null,
+  webhookId: string,
+  rawBody: Buffer,
+): { headers: Record<string, string> } | { error: string } {
   if (!client) return { error: 'the client no longer exists' };
   let secret: string | null;
   try {
     secret = openSecret(rt, client);
   } catch {
-    return { error: 'the callback secret cannot be decrypted: it was sealed under another master key (check ENS_MASTER_KEY and ENS_DATA_DIR) or is damaged' };
+    return {
+      error:
+        'the callback secret cannot be decrypted: it was sealed under another master key ' +
+        '(check ENS_MASTER_KEY and ENS_DATA_DIR) or is damaged',
+    };
   }
   if (secret === null) return { error: 'the client has no callback secret' };
   try {
@@ -87,19 +122,28 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) 
     if (deferMs > 0) return handBack(rt, m, wakeup.id, deferMs);
     // A post slot is taken before the claim, so the lease starts only once the post can begin, and
     // given back when the post has answered: recording it does not hold one.
+    let claimedAt = 0;
     const posted = await inPostSlot(
       rt,
       slots,
       wakeup.id,
       wakeup.clientId,
       m,
-      async (receiver): Promise<Exclude<CallbackClaim, ClaimedCallback> | { claim: ClaimedCallback; result: PostResult; signed: boolean }> => {
+      async (
+        receiver,
+      ): Promise<
+        | Exclude<CallbackClaim, ClaimedCallback>
+        | { claim: ClaimedCallback; result: PostResult; signed: boolean }
+      > => {
+        claimedAt = Date.now();
         const claim = await rt.callbacks.claim(wakeup.id, leaseMs);
         if ('miss' in claim) return claim;
         const rawBody = Buffer.from(claim.body, 'utf8');
         const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
-        if ('error' in signing) return { claim, result: { ok: false, error: signing.error }, signed: false };
-        // The post's own span, and its traceparent on the request: the receiver's handler joins the trace as its child.
+        if ('error' in signing)
+          return { claim, result: { ok: false, error: signing.error }, signed: false };
+        // The post's own span, and its traceparent on the request: the receiver's handler joins the
+        // trace as its child.
         const span = startCallbackPostSpan(claim);
         const traceparent = span && traceparentOf(span);
         receiver.begin();
@@ -111,9 +155,13 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) 
           allowPrivate: rt.config.allowPrivateCallbacks,
         });
         if (span) endCallbackPostSpan(span, out);
-        const result = out.outcome === 'delivered' ? { ok: true, httpStatus: out.status } : { ok: false, httpStatus: out.status, error: out.error };
+        const result =
+          out.outcome === 'delivered'
+            ? { ok: true, httpStatus: out.status }
+            : { ok: false, httpStatus: out.status, error: out.error };
         return { claim, result, signed: true };
-      });
+      },
+    );
     if (posted === undefined) return;
     if ('miss' in posted) {
       if (posted.miss === 'not_due') m.nak(posted.dueInMs);
@@ -121,16 +169,31 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) 
       return;
     }
     const { claim, result, signed } = posted;
-    // The retry policy (core's retry-policy.ts): null for a delivered post, and for the dead letters
-    // (schedule spent, or a callback that cannot be signed).
-    const retryIn = decideCallbackRetry({ ok: result.ok, signed }, claim.attemptInRound, rt.config.callbackBackoffMs);
-    const status = await rt.callbacks.record(claim, result, retryIn);
+    // The retry policy (core's retry-policy.ts): null for a delivered post, and for the dead
+    // letters (schedule spent, or a callback that cannot be signed).
+    const retryIn = decideCallbackRetry(
+      { ok: result.ok, signed },
+      claim.attemptInRound,
+      rt.config.callbackBackoffMs,
+    );
+    // While PostgreSQL is away the post's result is kept and tried again until the lease runs out
+    // (outcome-retry.ts), rather than left to the lease; the record is versioned by attempt.
+    const status = await recordOutcome(() => rt.callbacks.record(claim, result, retryIn), {
+      deadline: claimedAt + leaseMs,
+      keepAlive: () => m.working(),
+      logger: rt.logger,
+      context: { callbackId: claim.id, deliveryId: claim.deliveryId },
+    });
     callbackPosts.inc({ result: status === 'pending' ? 'retry' : status });
     if (status === 'pending' && retryIn !== null) {
       m.nak(retryIn);
       return;
     }
-    if (status === 'dead') rt.logger.warn({ callbackId: claim.id, deliveryId: claim.deliveryId, error: result.error }, 'callback moved to dead letters');
+    if (status === 'dead')
+      rt.logger.warn(
+        { callbackId: claim.id, deliveryId: claim.deliveryId, error: result.error },
+        'callback moved to dead letters',
+      );
     m.ack();
   };
 }
@@ -142,7 +205,11 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) 
 function handBack(rt: Runtime, m: JsMsg, callbackId: string, delayMs: number): void {
   m.nak(delayMs);
   callbacksDeferred.inc();
-  rt.callbacks.holdOff(callbackId, delayMs).catch((err: unknown) => rt.logger.debug({ err, callbackId }, 'could not hold the sweeper off a deferred callback'));
+  rt.callbacks
+    .holdOff(callbackId, delayMs)
+    .catch((err: unknown) =>
+      rt.logger.debug({ err, callbackId }, 'could not hold the sweeper off a deferred callback'),
+    );
 }
 
 /**
@@ -150,7 +217,14 @@ function handBack(rt: Runtime, m: JsMsg, callbackId: string, delayMs: number): v
  * at once when the role is stopping (for another process), after its expected wait when the slots
  * handed it back. Returns undefined then.
  */
-async function inPostSlot<T>(rt: Runtime, slots: PostSlots, callbackId: string, client: string, m: JsMsg, fn: (receiver: ReceiverTimer) => Promise<T>): Promise<T | undefined> {
+async function inPostSlot<T>(
+  rt: Runtime,
+  slots: PostSlots,
+  callbackId: string,
+  client: string,
+  m: JsMsg,
+  fn: (receiver: ReceiverTimer) => Promise<T>,
+): Promise<T | undefined> {
   try {
     return await slots.run(client, fn);
   } catch (err) {
@@ -161,21 +235,33 @@ async function inPostSlot<T>(rt: Runtime, slots: PostSlots, callbackId: string, 
   }
 }
 
-/** Runs the callbacks role: posts, retries on ENS_CALLBACK_BACKOFF, dead letters, and its sweeper. */
+/**
+ * Runs the callbacks role: posts, retries on ENS_CALLBACK_BACKOFF, dead letters, and its sweeper.
+ */
 export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   const directory = new ClientDirectory(rt.db, rt.clients);
   await directory.start();
+  // Claims record this process's session, so that they are retried at once if it dies.
+  await rt.session.start();
   const slots = new PostSlots({ size: POST_SLOTS, perClient: POSTS_PER_CLIENT, ...SLOW_RECEIVER });
   const handler = postHandler(rt, directory, slots);
   const consumer = await consumeWorkQueue({
-    js: rt.js, stream: CALLBACK_STREAM, durable: CALLBACK_CONSUMER, concurrency: POST_SLOTS * MESSAGES_PER_POST_SLOT, handle: handler, logger: rt.logger,
-    redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect, nc: rt.nc,
+    js: rt.js,
+    stream: CALLBACK_STREAM,
+    durable: CALLBACK_CONSUMER,
+    concurrency: POST_SLOTS * MESSAGES_PER_POST_SLOT,
+    handle: handler,
+    logger: rt.logger,
+    redeclare: rt.redeclareTopology,
+    onReconnect: rt.onNatsReconnect,
+    nc: rt.nc,
+    onLeaderElected: () => rt.callbacks.afterLeaderChange(),
   });
   // Wake-ups already held when their client's receiver turned slow go back too, so that they do
   // not fill what the role holds and keep other clients' wake-ups unread.
   const deferring = setInterval(() => slots.deferParked(), DEFER_CHECK_MS);
   deferring.unref();
-  // The callback sweep (core's jobs/catalogue.ts).
+  // The callback sweep and the end of dead processes' claims (core's jobs/catalogue.ts).
   const jobs = startJobs(callbacksJobs(rt), rt.logger);
   return {
     async stop() {
@@ -184,6 +270,8 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
       // Posts under way finish; held wake-ups that have not started go back to the queue.
       slots.close();
       await consumer.stop(rt.config.callbackTimeoutMs + 1000);
+      // Ends the session (with the other claiming role's stop): claims still held are woken.
+      await rt.session.stop(rt.reaper);
       await directory.close();
       await closeOutboundConnections();
     },

@@ -21,7 +21,10 @@ import { FairQueue, type Flow } from '@ens/core/internal';
  *   receiver answers quickly frees its slots soon, however long its backlog.
  */
 
-/** Thrown by PostSlots.run once the slots are closed (the role is stopping), instead of running the post. */
+/**
+ * Thrown by PostSlots.run once the slots are closed (the role is stopping), instead of running the
+ * post.
+ */
 export class SlotsClosedError extends EnsError {
   static override readonly code: string = 'ENS_ERR_SLOTS_CLOSED';
   constructor() {
@@ -33,7 +36,9 @@ export class SlotsClosedError extends EnsError {
 export class PostDeferred extends EnsError {
   static override readonly code: string = 'ENS_ERR_POST_DEFERRED';
   constructor(readonly delayMs: number) {
-    super(`post deferred for ${delayMs} ms: its client's earlier posts hold its share of the slots`);
+    super(
+      `post deferred for ${delayMs} ms: its client's earlier posts hold its share of the slots`,
+    );
   }
 }
 
@@ -46,7 +51,10 @@ export interface PostSlotsOptions {
   slowPostMs: number;
   /** A post that would wait longer than this behind its client's slow posts is handed back... */
   maxWaitMs: number;
-  /** ...for its expected wait, but at most this long, so that a receiver that recovers is soon used again. */
+  /**
+   * ...for its expected wait, but at most this long, so that a receiver that recovers is soon used
+   * again.
+   */
   maxDeferMs: number;
 }
 
@@ -90,9 +98,12 @@ export class PostSlots {
   readonly #fair = new FairQueue<Waiter>();
 
   constructor(o: PostSlotsOptions) {
-    if (!Number.isInteger(o.size) || o.size < 1) throw new RangeError('size must be a positive integer');
-    if (!Number.isInteger(o.perClient) || o.perClient < 1 || o.perClient > o.size) throw new RangeError('perClient must be an integer from 1 to size');
-    for (const k of ['slowPostMs', 'maxWaitMs', 'maxDeferMs'] as const) if (!(o[k] >= 0)) throw new RangeError(`${k} must not be negative`);
+    if (!Number.isInteger(o.size) || o.size < 1)
+      throw new RangeError('size must be a positive integer');
+    if (!Number.isInteger(o.perClient) || o.perClient < 1 || o.perClient > o.size)
+      throw new RangeError('perClient must be an integer from 1 to size');
+    for (const k of ['slowPostMs', 'maxWaitMs', 'maxDeferMs'] as const)
+      if (!(o[k] >= 0)) throw new RangeError(`${k} must not be negative`);
     this.#free = o.size;
     this.#o = { ...o };
   }
@@ -139,7 +150,10 @@ export class PostSlots {
     const st = this.#clients.get(client);
     if (!st || st.admitted < this.#o.perClient) return 0;
     const now = performance.now();
-    const wait = this.#waitAt(this.#perPost(st, now), st.parked.length + this.#handedBackCount(st, now));
+    const wait = this.#waitAt(
+      this.#perPost(st, now),
+      st.parked.length + this.#handedBackCount(st, now),
+    );
     return wait > this.#o.maxWaitMs ? this.#handBack(st, wait, now) : 0;
   }
 
@@ -154,13 +168,15 @@ export class PostSlots {
     for (const st of this.#clients.values()) {
       if (st.parked.length === 0) continue;
       const perPost = this.#perPost(st, now);
-      // The parked within maxWaitMs are the first whole rounds of the client's share that fit in it.
+      // The parked within maxWaitMs are the first whole rounds of the client's share that fit in
+      // it.
       if (perPost === 0 || perPost < this.#o.slowPostMs) continue;
       const keep = Math.floor(this.#o.maxWaitMs / perPost) * this.#o.perClient;
       if (keep >= st.parked.length) continue;
       const ahead = keep + this.#handedBackCount(st, now);
       const back = st.parked.splice(keep);
-      back.forEach((w, i) => w.reject(new PostDeferred(this.#handBack(st, this.#waitAt(perPost, ahead + i), now))));
+      for (const [i, w] of back.entries())
+        w.reject(new PostDeferred(this.#handBack(st, this.#waitAt(perPost, ahead + i), now)));
       n += back.length;
     }
     return n;
@@ -208,7 +224,8 @@ export class PostSlots {
   }
 
   #handedBackCount(st: ClientState, now: number): number {
-    while (st.handedBackHead < st.handedBack.length && st.handedBack[st.handedBackHead]! <= now) st.handedBackHead++;
+    while (st.handedBackHead < st.handedBack.length && st.handedBack[st.handedBackHead]! <= now)
+      st.handedBackHead++;
     if (st.handedBackHead === st.handedBack.length) {
       st.handedBack.length = 0;
       st.handedBackHead = 0;
@@ -224,7 +241,14 @@ export class PostSlots {
   #state(client: string): ClientState {
     let st = this.#clients.get(client);
     if (!st) {
-      st = { admitted: 0, parked: [], started: new Set(), postMs: undefined, handedBack: [], handedBackHead: 0 };
+      st = {
+        admitted: 0,
+        parked: [],
+        started: new Set(),
+        postMs: undefined,
+        handedBack: [],
+        handedBackHead: 0,
+      };
       this.#clients.set(client, st);
     }
     return st;

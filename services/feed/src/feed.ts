@@ -1,10 +1,18 @@
-import { type Runtime } from '@ens/core';
+import type { Runtime } from '@ens/core';
 import { FEED_WAKE_SUBJECT, feedStamped, registerLoop, stampBatch } from '@ens/core/internal';
 
 const BATCH = 5000;
 /** Upper bound on how long a change waits to appear in the feed when no wake-up arrives. */
 const IDLE_POLL_MS = 200;
 const WAKE_DEBOUNCE_MS = 50;
+/**
+ * New deliveries younger than this are left to their outcome, which stamps them itself
+ * (store/feed.ts, STAMP_SQL): a delivery is stamped once instead of twice while the workers keep
+ * up with a backlog of up to this age. Reads of the feed stamp their client's rows themselves, so
+ * they do not wait; only a row no worker has finished (workers down, a send scheduled later)
+ * waits this long for the feed role.
+ */
+const FRESH_MS = 60_000;
 
 export interface FeedRole {
   stop(): Promise<void>;
@@ -24,7 +32,7 @@ export async function startFeed(rt: Runtime): Promise<FeedRole> {
     while (!stopped) {
       let n = 0;
       try {
-        n = await stampBatch(rt.keyed, BATCH);
+        n = await stampBatch(rt.keyed, BATCH, FRESH_MS);
         if (n > 0) feedStamped.inc(n);
         health.up();
       } catch (err) {

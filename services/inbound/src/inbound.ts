@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
+import {
+  SMTPServer,
+  type SMTPServerDataStream,
+  type SMTPServerOptions,
+  type SMTPServerSession,
+} from 'smtp-server';
 import { ConfigError, type Runtime } from '@ens/core';
 import { registerLoop } from '@ens/core/internal';
 import { handleMessage } from './handle-message.ts';
@@ -30,10 +35,14 @@ export interface InboundRole {
 
 /** Connections open at once, from every peer: beyond it smtp-server answers 421. */
 const MAX_CLIENTS = 200;
-/** Connections one peer may hold open at once (Postfix opens up to 20 to one destination by default; bounces need few). */
+/**
+ * Connections one peer may hold open at once (Postfix opens up to 20 to one destination by default;
+ * bounces need few).
+ */
 const MAX_CONNECTIONS_PER_PEER = 10;
 
-const reply = (code: number, text: string): Error => Object.assign(new Error(text), { responseCode: code });
+const reply = (code: number, text: string): Error =>
+  Object.assign(new Error(text), { responseCode: code });
 
 /**
  * Starts listening; resolves once the port is bound. Throws ConfigError when the return-path
@@ -41,19 +50,31 @@ const reply = (code: number, text: string): Error => Object.assign(new Error(tex
  */
 export async function startInbound(rt: Runtime): Promise<InboundRole> {
   const domain = rt.config.consent.returnPathDomain;
-  if (!domain) throw new ConfigError('the inbound role needs ENS_RETURN_PATH_DOMAIN: the domain whose mail it receives');
+  if (!domain)
+    throw new ConfigError(
+      'the inbound role needs ENS_RETURN_PATH_DOMAIN: the domain whose mail it receives',
+    );
   const cfg = rt.config.inbound;
   const logger = rt.logger.child({ role: 'inbound' });
-  const rules: RecipientRules = { key: rt.consentKey, domain, feedbackAddress: cfg.feedbackAddress };
+  const rules: RecipientRules = {
+    key: rt.consentKey,
+    domain,
+    feedbackAddress: cfg.feedbackAddress,
+  };
   const tls = readTls(cfg.tlsCert, cfg.tlsKey);
-  const limits = new PeerLimits({ perMinute: cfg.peerRateLimit, maxConnections: MAX_CONNECTIONS_PER_PEER });
+  const limits = new PeerLimits({
+    perMinute: cfg.peerRateLimit,
+    maxConnections: MAX_CONNECTIONS_PER_PEER,
+  });
   const admitted = new Set<string>();
   const inFlight = new Set<Promise<unknown>>();
 
   const options: SMTPServerOptions = {
     banner: 'ENS inbound: bounces, complaints and unsubscribes only',
     secure: false,
-    ...(tls ? { key: tls.key, cert: tls.cert, disabledCommands: ['AUTH'] } : { disabledCommands: ['AUTH', 'STARTTLS'], hideSTARTTLS: true }),
+    ...(tls
+      ? { key: tls.key, cert: tls.cert, disabledCommands: ['AUTH'] }
+      : { disabledCommands: ['AUTH', 'STARTTLS'], hideSTARTTLS: true }),
     authOptional: true,
     disableReverseLookup: true,
     size: cfg.maxMessageBytes,
@@ -63,14 +84,27 @@ export async function startInbound(rt: Runtime): Promise<InboundRole> {
     logger: false,
 
     onConnect(session, callback) {
-      limits.admitConnection(session.remoteAddress).then((verdict) => {
-        if (verdict === 'ok') {
-          admitted.add(session.id);
-          return callback();
-        }
-        inboundRefusals.inc({ stage: 'connect', reason: verdict });
-        callback(reply(421, verdict === 'rate_limited' ? '4.7.0 Too many connections and messages from your address; try again later' : '4.7.0 Too many open connections from your address; try again later'));
-      }, (err: unknown) => callback(reply(421, `4.3.0 Try again later (${(err as Error)?.message ?? 'limiter failed'})`)));
+      limits.admitConnection(session.remoteAddress).then(
+        (verdict) => {
+          if (verdict === 'ok') {
+            admitted.add(session.id);
+            return callback();
+          }
+          inboundRefusals.inc({ stage: 'connect', reason: verdict });
+          callback(
+            reply(
+              421,
+              verdict === 'rate_limited'
+                ? '4.7.0 Too many connections and messages from your address; try again later'
+                : '4.7.0 Too many open connections from your address; try again later',
+            ),
+          );
+        },
+        (err: unknown) =>
+          callback(
+            reply(421, `4.3.0 Try again later (${(err as Error)?.message ?? 'limiter failed'})`),
+          ),
+      );
     },
 
     onClose(session) {
@@ -78,17 +112,25 @@ export async function startInbound(rt: Runtime): Promise<InboundRole> {
     },
 
     onMailFrom(_address, session, callback) {
-      limits.admitMessage(session.remoteAddress).then((ok) => {
-        if (ok) return callback();
-        inboundRefusals.inc({ stage: 'mail', reason: 'rate_limited' });
-        callback(reply(421, '4.7.0 Too many messages from your address; try again later'));
-      }, () => callback(reply(451, '4.3.0 Try again later')));
+      limits.admitMessage(session.remoteAddress).then(
+        (ok) => {
+          if (ok) return callback();
+          inboundRefusals.inc({ stage: 'mail', reason: 'rate_limited' });
+          callback(reply(421, '4.7.0 Too many messages from your address; try again later'));
+        },
+        () => callback(reply(451, '4.3.0 Try again later')),
+      );
     },
 
     onRcptTo(address, session, callback) {
       if (session.envelope.rcptTo.length >= 1) {
         inboundRefusals.inc({ stage: 'rcpt', reason: 'too_many_recipients' });
-        return callback(reply(452, '4.5.3 One recipient per message here: send the next one in its own transaction'));
+        return callback(
+          reply(
+            452,
+            '4.5.3 One recipient per message here: send the next one in its own transaction',
+          ),
+        );
       }
       if (!readRecipient(rules, address.address)) {
         inboundRefusals.inc({ stage: 'rcpt', reason: 'unknown_recipient' });
@@ -111,14 +153,21 @@ export async function startInbound(rt: Runtime): Promise<InboundRole> {
     },
   };
 
-  /** Reads the message up to the size limit, then decides: an Error is a refusal, a message the 250 text. */
-  async function receive(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<{ error?: Error; message?: string }> {
+  /**
+   * Reads the message up to the size limit, then decides: an Error is a refusal, a message the 250
+   * text.
+   */
+  async function receive(
+    stream: SMTPServerDataStream,
+    session: SMTPServerSession,
+  ): Promise<{ error?: Error; message?: string }> {
     const chunks: Buffer[] = [];
     let size = 0;
     await new Promise<void>((resolve, reject) => {
       stream.on('data', (chunk: Buffer) => {
         size += chunk.length;
-        // Past the limit the rest is read and dropped: smtp-server must see the end of DATA to answer.
+        // Past the limit the rest is read and dropped: smtp-server must see the end of DATA to
+        // answer.
         if (size <= cfg.maxMessageBytes) chunks.push(chunk);
       });
       stream.once('end', resolve);
@@ -126,7 +175,12 @@ export async function startInbound(rt: Runtime): Promise<InboundRole> {
     });
     if (stream.sizeExceeded || size > cfg.maxMessageBytes) {
       inboundMessages.inc({ result: 'too_large' });
-      return { error: reply(552, `5.3.4 Message too big: this address takes up to ${cfg.maxMessageBytes} bytes`) };
+      return {
+        error: reply(
+          552,
+          `5.3.4 Message too big: this address takes up to ${cfg.maxMessageBytes} bytes`,
+        ),
+      };
     }
     const to = readRecipient(rules, session.envelope.rcptTo[0]?.address ?? '');
     if (!to) return { error: reply(503, '5.5.1 No valid recipient') };
@@ -134,10 +188,16 @@ export async function startInbound(rt: Runtime): Promise<InboundRole> {
       const outcome = await handleMessage(rt, rules, to, Buffer.concat(chunks));
       inboundMessages.inc({ result: outcome.result });
       if (!outcome.accepted) {
-        logger.debug({ result: outcome.result, peer: session.remoteAddress }, 'inbound: message refused');
+        logger.debug(
+          { result: outcome.result, peer: session.remoteAddress },
+          'inbound: message refused',
+        );
         return { error: reply(outcome.code, outcome.message) };
       }
-      logger.info({ result: outcome.result, deliveryId: outcome.deliveryId }, 'inbound: report recorded');
+      logger.info(
+        { result: outcome.result, deliveryId: outcome.deliveryId },
+        'inbound: report recorded',
+      );
       return { message: `2.6.0 Recorded (${outcome.result})` };
     } catch (err) {
       inboundMessages.inc({ result: 'error' });
@@ -149,7 +209,12 @@ export async function startInbound(rt: Runtime): Promise<InboundRole> {
   const server = new SMTPServer(options);
   // smtp-server reports a connection's socket errors (resets, TLS failures) here; left unheard,
   // an 'error' event would end the process.
-  server.on('error', (err: Error) => logger.debug({ err: { message: err.message, code: (err as { code?: string }).code } }, 'inbound: connection error'));
+  server.on('error', (err: Error) =>
+    logger.debug(
+      { err: { message: err.message, code: (err as { code?: string }).code } },
+      'inbound: connection error',
+    ),
+  );
   const health = registerLoop('smtp', 'inbound');
   const port = await new Promise<number>((resolve, reject) => {
     server.server.once('error', reject);
@@ -166,7 +231,10 @@ export async function startInbound(rt: Runtime): Promise<InboundRole> {
     if (!stopping) health.down('the SMTP listener closed');
   });
   health.up();
-  logger.info({ port, host: cfg.host, domain, starttls: tls !== null }, 'inbound: listening for bounces, complaints and unsubscribes');
+  logger.info(
+    { port, host: cfg.host, domain, starttls: tls !== null },
+    'inbound: listening for bounces, complaints and unsubscribes',
+  );
 
   return {
     port,
@@ -187,11 +255,16 @@ export async function startInbound(rt: Runtime): Promise<InboundRole> {
   };
 }
 
-function readTls(certFile: string | undefined, keyFile: string | undefined): { cert: Buffer; key: Buffer } | null {
+function readTls(
+  certFile: string | undefined,
+  keyFile: string | undefined,
+): { cert: Buffer; key: Buffer } | null {
   if (!certFile || !keyFile) return null;
   try {
     return { cert: readFileSync(certFile), key: readFileSync(keyFile) };
   } catch (e) {
-    throw new ConfigError(`ENS_INBOUND_TLS_CERT / ENS_INBOUND_TLS_KEY: cannot read the STARTTLS certificate or key (${(e as Error).message})`);
+    throw new ConfigError(
+      `ENS_INBOUND_TLS_CERT / ENS_INBOUND_TLS_KEY: cannot read the STARTTLS certificate or key (${(e as Error).message})`,
+    );
   }
 }

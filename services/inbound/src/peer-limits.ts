@@ -16,7 +16,9 @@ export class PeerLimits {
     this.#budget = new RateLimiterMemory({ points: o.perMinute, duration: 60 });
   }
 
-  /** Admits a new connection from `address`; on 'ok' the caller must call released() when it closes. */
+  /**
+   * Admits a new connection from `address`; on 'ok' the caller must call released() when it closes.
+   */
   async admitConnection(address: string): Promise<'ok' | 'rate_limited' | 'too_many_connections'> {
     const peer = peerKey(address);
     if ((this.#open.get(peer) ?? 0) >= this.o.maxConnections) return 'too_many_connections';
@@ -55,7 +57,10 @@ export function peerKey(address: string): string {
   if (!address.includes(':')) return address;
   const groups = ipv6Groups(address.replace(/%.*$/, ''));
   if (!groups) return address.toLowerCase();
-  return `${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }
 
 function ipv6Groups(a: string): string[] | null {

@@ -26,7 +26,8 @@ export function readRecipient(rules: RecipientRules, address: string): InboundRe
   if (returnPath) return { kind: 'return-path', deliveryId: returnPath };
   const unsubscribe = deliveryOfUnsubscribeMailto(rules.key, rules.domain, address);
   if (unsubscribe) return { kind: 'unsubscribe', deliveryId: unsubscribe };
-  if (rules.feedbackAddress && sameAddress(address, rules.feedbackAddress)) return { kind: 'feedback' };
+  if (rules.feedbackAddress && sameAddress(address, rules.feedbackAddress))
+    return { kind: 'feedback' };
   return null;
 }
 
@@ -35,7 +36,9 @@ export function deliveryOfQuoted(rules: RecipientRules, address: string): string
   return deliveryOfReturnPath(rules.key, rules.domain, address);
 }
 
-/** Domains are case-insensitive; local parts are compared case-insensitively too, as most MTAs do. */
+/**
+ * Domains are case-insensitive; local parts are compared case-insensitively too, as most MTAs do.
+ */
 function sameAddress(a: string, b: string): boolean {
   return a.toLowerCase() === b.toLowerCase();
 }

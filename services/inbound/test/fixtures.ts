@@ -41,7 +41,9 @@ X-ENS-Delivery-Id: 0190a0b0-0000-7000-8000-000000000001
 Hello, here is this week's news.
 `;
 
-/** RFC 3464 C.1: a failure after five days of timeouts (Action failed, Status 4.0.0): a soft bounce. */
+/**
+ * RFC 3464 C.1: a failure after five days of timeouts (Action failed, Status 4.0.0): a soft bounce.
+ */
 export const rfc3464Simple = (p: Parties) => `Date: Thu, 7 Jul 1994 17:16:05 -0400
 From: Mail Delivery Subsystem <MAILER-DAEMON@CS.UTK.EDU>
 Message-Id: <199407072116.RAA14128@CS.UTK.EDU>
@@ -84,7 +86,10 @@ ${original(p)}
 --RAA14128.773615765/CS.UTK.EDU--
 `;
 
-/** RFC 3464 C.2: three recipient blocks, two failed 5.0.0 (one with a comment), one delayed: a hard bounce. */
+/**
+ * RFC 3464 C.2: three recipient blocks, two failed 5.0.0 (one with a comment), one delayed: a hard
+ * bounce.
+ */
 export const rfc3464MultiRecipient = (p: Parties) => `Date: Fri, 8 Jul 1994 09:21:47 -0400
 From: Mail Delivery Subsystem <MAILER-DAEMON@CS.UTK.EDU>
 Subject: Returned mail: User unknown
@@ -171,7 +176,9 @@ ${original(p)}
 --RAA14082.773615749/CS.UTK.EDU--
 `;
 
-/** What Debian's Postfix 3.7 writes for an unknown local user (from a real run, addresses replaced). */
+/**
+ * What Debian's Postfix 3.7 writes for an unknown local user (from a real run, addresses replaced).
+ */
 export const postfixUnknownUser = (p: Parties) => `Received: by relay.ens-test.invalid (Postfix)
 	id 70BB920C551; Thu, 26 Nov 2026 19:37:45 +0000 (UTC)
 Date: Thu, 26 Nov 2026 19:37:45 +0000 (UTC)
@@ -225,7 +232,10 @@ ${original(p)}
 --47AB620C534.1795721865/relay.ens-test.invalid--
 `;
 
-/** Gmail's "Address not found" bounce: a related/alternative human part with an icon, then the report. */
+/**
+ * Gmail's "Address not found" bounce: a related/alternative human part with an icon, then the
+ * report.
+ */
 export const gmailNoSuchUser = (p: Parties) => `MIME-Version: 1.0
 From: Mail Delivery Subsystem <mailer-daemon@googlemail.com>
 To: ${p.to ?? p.returnPath}
@@ -298,8 +308,12 @@ ${original(p)}
 --000000000000a1b2c3d4e5f60718--
 `;
 
-/** Microsoft 365's non-delivery report: 5.1.10, Exchange's `smtp;550` without a space, headers only. */
-export const microsoftRecipientNotFound = (p: Parties) => `From: Microsoft Outlook <MicrosoftExchange329e71ec88ae4615bbc36ab6ce41109e@contoso.onmicrosoft.com>
+/**
+ * Microsoft 365's non-delivery report: 5.1.10, Exchange's `smtp;550` without a space, headers only.
+ */
+export const microsoftRecipientNotFound = (
+  p: Parties,
+) => `From: Microsoft Outlook <MicrosoftExchange329e71ec88ae4615bbc36ab6ce41109e@contoso.onmicrosoft.com>
 To: <${p.to ?? p.returnPath}>
 Date: Wed, 26 Nov 2026 18:00:03 +0000
 Content-Type: multipart/report; report-type=delivery-status;
@@ -351,7 +365,10 @@ ${original(p).split('\n\n')[0]}
 --e4cd08e8-1c5a-4a9b-9d6a-6b5b1f0b9c2e--
 `;
 
-/** RFC 5965 appendix B: the ARF example, sent to the return path (its Original-Mail-From is not ENS's). */
+/**
+ * RFC 5965 appendix B: the ARF example, sent to the return path (its Original-Mail-From is not
+ * ENS's).
+ */
 export const rfc5965Abuse = (p: Parties) => `From: <abusedesk@example.com>
 Date: Thu, 8 Mar 2005 17:40:36 EDT
 Subject: FW: Earn money
@@ -408,8 +425,13 @@ Spam Spam Spam
 --part1_13d.2e68ed54_boundary--
 `;
 
-/** Yahoo's complaint feedback loop: ARF to the registered address, with Original-Mail-From and the whole original. */
-export const yahooComplaint = (p: Parties & { feedbackType?: string }) => `From: Yahoo! Mail AntiSpam Feedback <feedback@arf.mail.yahoo.com>
+/**
+ * Yahoo's complaint feedback loop: ARF to the registered address, with Original-Mail-From and the
+ * whole original.
+ */
+export const yahooComplaint = (
+  p: Parties & { feedbackType?: string },
+) => `From: Yahoo! Mail AntiSpam Feedback <feedback@arf.mail.yahoo.com>
 To: ${p.to ?? p.returnPath}
 Subject: FW: This week at ACME
 Date: Wed, 26 Nov 2026 19:00:00 +0000
@@ -445,7 +467,10 @@ ${original(p)}
 ------=Part_51234_1234567890.1795806000000--
 `;
 
-/** Microsoft's JMRP in ARF: no Original-Mail-From, the recipient redacted, the original's Return-Path kept. */
+/**
+ * Microsoft's JMRP in ARF: no Original-Mail-From, the recipient redacted, the original's
+ * Return-Path kept.
+ */
 export const microsoftJmrpComplaint = (p: Parties) => `From: staff@hotmail.com
 To: ${p.to ?? p.returnPath}
 Subject: complaint about message from 192.0.2.25

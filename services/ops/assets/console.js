@@ -1,4 +1,5 @@
-// ENS console: copy buttons for secrets shown once, and the dashboard's self-refresh. Everything else works without script.
+// ENS console: copy buttons for secrets shown once, and the dashboard's self-refresh. Everything
+// else works without script.
 document.addEventListener('click', async (event) => {
   const button = event.target instanceof Element ? event.target.closest('button[data-copy]') : null;
   if (!button) return;
@@ -17,12 +18,14 @@ document.addEventListener('click', async (event) => {
     const sel = window.getSelection();
     sel.removeAllRanges();
     sel.addRange(range);
-    ok = document.execCommand && document.execCommand('copy');
+    ok = document.execCommand?.('copy');
   }
   if (status) {
     status.textContent = '';
     // A fresh text node so screen readers announce it again on a second copy.
-    window.setTimeout(() => { status.textContent = ok ? 'Copied' : 'Press Ctrl+C to copy the selected text'; }, 50);
+    window.setTimeout(() => {
+      status.textContent = ok ? 'Copied' : 'Press Ctrl+C to copy the selected text';
+    }, 50);
   }
 });
 
@@ -47,14 +50,19 @@ document.addEventListener('click', async (event) => {
   async function refresh() {
     if (stopped || paused || document.hidden) return;
     try {
-      const res = await fetch(window.location.href, { credentials: 'same-origin', headers: { accept: 'text/html' } });
+      const res = await fetch(window.location.href, {
+        credentials: 'same-origin',
+        headers: { accept: 'text/html' },
+      });
       const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
       const parts = doc.querySelectorAll('[data-live][id]');
       if (!res.ok || parts.length === 0) {
         // Signed out, or an error page: keep what is shown and say why it no longer moves.
         stopped = true;
         const note = document.getElementById('generated');
-        if (note) note.textContent = 'Automatic refresh stopped: the session has ended or ENS did not answer. Reload the page.';
+        if (note)
+          note.textContent =
+            'Automatic refresh stopped: the session has ended or ENS did not answer. Reload the page.';
         return;
       }
       for (const fresh of parts) {

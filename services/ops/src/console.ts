@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import cookie from '@fastify/cookie';
 import csrf from '@fastify/csrf-protection';
-import { type Runtime } from '@ens/core';
-import { deriveKey, resolveMasterKey } from '@ens/core/internal';
+import type { Runtime } from '@ens/core';
+import { deriveKey, findHostileInput, resolveMasterKey } from '@ens/core/internal';
 import { OidcSignIn } from './oidc.ts';
 import { CSRF_COOKIE, SESSION_COOKIE, sendPage, type ConsoleDeps } from './request-context.ts';
 import { SessionStore } from './session-store.ts';
@@ -26,12 +26,20 @@ import { auditRoutes } from './routes/audit.ts';
  * ../assets from this module, which is the same folder from src/ (source) and dist/ (the bundle).
  */
 const ASSETS: Record<string, { type: string; body: Buffer }> = {
-  'console.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('../assets/console.css', import.meta.url)) },
-  'console.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('../assets/console.js', import.meta.url)) },
+  'console.css': {
+    type: 'text/css; charset=utf-8',
+    body: readFileSync(new URL('../assets/console.css', import.meta.url)),
+  },
+  'console.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: readFileSync(new URL('../assets/console.js', import.meta.url)),
+  },
 };
 
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+    "form-action 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'same-origin',
@@ -55,18 +63,28 @@ function notConfigured(_req: FastifyRequest, reply: FastifyReply): FastifyReply 
   );
 }
 
-async function serveAsset(req: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply): Promise<FastifyReply> {
+async function serveAsset(
+  req: FastifyRequest<{ Params: { name: string } }>,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   const a = Object.hasOwn(ASSETS, req.params.name) ? ASSETS[req.params.name] : undefined;
   if (!a) return reply.code(404).type('text/plain').send('not found');
   return reply.type(a.type).header('cache-control', 'public, max-age=300').send(a.body);
 }
 
-/** application/x-www-form-urlencoded, for when the host server has no form parser (the API's has one). */
+/**
+ * application/x-www-form-urlencoded, for when the host server has no form parser (the API's has
+ * one).
+ */
 function addFormParser(app: FastifyInstance): void {
   if (app.hasContentTypeParser('application/x-www-form-urlencoded')) return;
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 64 * 1024 }, (_req, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
-  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: 64 * 1024 },
+    (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    },
+  );
 }
 
 /**
@@ -88,7 +106,9 @@ export function opsConsole(rt: Runtime): (app: FastifyInstance) => Promise<void>
       app.get<{ Params: { name: string } }>('/assets/:name', serveAsset);
       app.all('/', notConfigured);
       app.all('/*', notConfigured);
-      rt.logger?.info('the operations console is not configured (ENS_OPS_ISSUER unset): /ops/ says so');
+      rt.logger?.info(
+        'the operations console is not configured (ENS_OPS_ISSUER unset): /ops/ says so',
+      );
       return;
     }
     const oidc = new OidcSignIn(ops, `${rt.config.publicUrl}/ops/callback`);
@@ -128,31 +148,77 @@ export function opsConsole(rt: Runtime): (app: FastifyInstance) => Promise<void>
       const found = token ? await deps.sessions.lookup(token) : null;
       if (!found || !token) {
         if ((req.method === 'GET' || req.method === 'HEAD') && !isApi) {
-          return reply.header('cache-control', 'no-store').redirect(`/ops/login?return_to=${encodeURIComponent(req.url)}`, 302);
+          return reply
+            .header('cache-control', 'no-store')
+            .redirect(`/ops/login?return_to=${encodeURIComponent(req.url)}`, 302);
         }
-        if (isApi) return reply.code(401).header('cache-control', 'no-store').send({ detail: 'Sign in to the console at /ops/login.' });
-        return sendPage(reply, 401, plainPage('Signed out', html`<h1>Your session has ended</h1><p>Nothing was changed. <a href="/ops/login">Sign in again</a> and repeat the action.</p>`));
+        if (isApi)
+          return reply
+            .code(401)
+            .header('cache-control', 'no-store')
+            .send({ detail: 'Sign in to the console at /ops/login.' });
+        return sendPage(
+          reply,
+          401,
+          plainPage(
+            'Signed out',
+            html`<h1>Your session has ended</h1><p>Nothing was changed. <a href="/ops/login">Sign in again</a> and repeat the action.</p>`,
+          ),
+        );
       }
       const superuser = isSuperuser(found.staff, ops);
       req.opsAuth = { token, sessionId: found.sessionId, staff: found.staff, superuser };
       if (superuser || cfg?.opsAnyStaff) return;
-      if (isApi) return reply.code(403).header('cache-control', 'no-store').send({ detail: 'Only ENS superusers may use the console.' });
+      if (isApi)
+        return reply
+          .code(403)
+          .header('cache-control', 'no-store')
+          .send({ detail: 'Only ENS superusers may use the console.' });
       const who = found.staff.email ?? found.staff.subject;
-      return sendPage(reply, 403, noticePage(who, ops.contact, reply.generateCsrf({ userInfo: found.sessionId })));
+      return sendPage(
+        reply,
+        403,
+        noticePage(who, ops.contact, reply.generateCsrf({ userInfo: found.sessionId })),
+      );
+    });
+
+    // A NUL in a filter or a form field reached PostgreSQL, whose text cannot hold one (a 500):
+    // refused here for every page, with the API's rule for the API's bodies and queries.
+    app.addHook('preHandler', async (req, reply) => {
+      const bad = findHostileInput(req.query, '/query') ?? findHostileInput(req.body, '/form');
+      if (!bad) return;
+      const detail = `${bad.path.replace(/^\/(query|form)\//, '')} ${bad.message}.`;
+      if (req.url.startsWith('/ops/api/'))
+        return reply.code(400).header('cache-control', 'no-store').send({ detail });
+      return sendPage(
+        reply,
+        400,
+        plainPage(
+          'Bad request',
+          html`<h1>The request could not be handled</h1><p>The field ${detail} Nothing was changed.</p><p><a href="/ops/">Back to the dashboard</a></p>`,
+        ),
+      );
     });
 
     app.setErrorHandler((err: FastifyError, req, reply) => {
-      const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+      const status =
+        err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
       if (status >= 500) req.log.error({ err, url: req.url }, 'console request failed');
       const isApi = req.url.startsWith('/ops/api/');
-      if (isApi) return reply.code(status).send({ detail: status >= 500 ? 'The console could not answer; see the ENS logs.' : err.message });
+      if (isApi)
+        return reply.code(status).send({
+          detail: status >= 500 ? 'The console could not answer; see the ENS logs.' : err.message,
+        });
       if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET') {
         return sendPage(
           reply,
           403,
-          plainPage('Form expired', html`<h1>This form could not be accepted</h1>
+          plainPage(
+            'Form expired',
+            html`<h1>This form could not be accepted</h1>
 <p>It has expired or did not come from this console, so nothing was changed. Go back, reload the page, and try again.</p>
-<p><a href="/ops/">Back to the dashboard</a></p>`),
+<p><a href="/ops/">Back to the dashboard</a></p>`,
+          ),
         );
       }
       const body =
@@ -164,10 +230,21 @@ export function opsConsole(rt: Runtime): (app: FastifyInstance) => Promise<void>
 
     app.setNotFoundHandler((req, reply) => {
       if (req.url.startsWith('/ops/api/')) return reply.code(404).send({ detail: 'Not found.' });
-      return sendPage(reply, 404, plainPage('Not found', html`<h1>Page not found</h1><p>There is no console page at <code>${req.url}</code>.</p><p><a href="/ops/">Back to the dashboard</a></p>`));
+      return sendPage(
+        reply,
+        404,
+        plainPage(
+          'Not found',
+          html`<h1>Page not found</h1><p>There is no console page at <code>${req.url}</code>.</p><p><a href="/ops/">Back to the dashboard</a></p>`,
+        ),
+      );
     });
 
-    app.get<{ Params: { name: string } }>('/assets/:name', { config: { opsPublic: true } }, serveAsset);
+    app.get<{ Params: { name: string } }>(
+      '/assets/:name',
+      { config: { opsPublic: true } },
+      serveAsset,
+    );
 
     authRoutes(app, deps, oidc);
     dashboardRoutes(app, deps);

@@ -3,7 +3,9 @@ import { ConfigError, EnsError, type OpsConfig } from '@ens/core';
 import { groupsFromClaim } from './staff/superuser.ts';
 import type { SignIn } from './staff/staff-store.ts';
 
-/** What the browser carries (in a signed, short-lived cookie) between /ops/login and /ops/callback. */
+/**
+ * What the browser carries (in a signed, short-lived cookie) between /ops/login and /ops/callback.
+ */
 export interface LoginState {
   state: string;
   nonce: string;
@@ -29,7 +31,9 @@ export function checkIssuer(issuer: string): URL {
   }
   if (url.protocol === 'https:') return url;
   if (url.protocol === 'http:' && isLoopback(url.hostname)) return url;
-  throw new ConfigError(`ENS_OPS_ISSUER: ${issuer} must use https (plain http is allowed only for a provider on this machine's loopback address)`);
+  throw new ConfigError(
+    `ENS_OPS_ISSUER: ${issuer} must use https (plain http is allowed only for a provider on this machine's loopback address)`,
+  );
 }
 
 export class SignInFailed extends EnsError {
@@ -68,22 +72,43 @@ export class OidcSignIn {
 
   async #discover(): Promise<client.Configuration> {
     const execute = this.insecure ? [client.allowInsecureRequests] : [];
-    const found = await client.discovery(this.#issuer, this.ops.clientId, undefined, client.None(), { execute, timeout: 10 });
+    const found = await client.discovery(
+      this.#issuer,
+      this.ops.clientId,
+      undefined,
+      client.None(),
+      { execute, timeout: 10 },
+    );
     // client_secret_basic is what the spec makes the default and what most providers register a
     // client with; post only when the provider says it does not take basic.
     const methods = found.serverMetadata().token_endpoint_auth_methods_supported;
-    const auth = !methods || methods.includes('client_secret_basic') ? client.ClientSecretBasic(this.ops.clientSecret) : client.ClientSecretPost(this.ops.clientSecret);
-    const config = new client.Configuration(found.serverMetadata(), this.ops.clientId, this.ops.clientSecret, auth);
+    const auth =
+      !methods || methods.includes('client_secret_basic')
+        ? client.ClientSecretBasic(this.ops.clientSecret)
+        : client.ClientSecretPost(this.ops.clientSecret);
+    const config = new client.Configuration(
+      found.serverMetadata(),
+      this.ops.clientId,
+      this.ops.clientSecret,
+      auth,
+    );
     config.timeout = 10;
     for (const f of execute) f(config);
     return config;
   }
 
-  /** The provider's authorization URL for a new sign-in, and the state to keep until the callback. */
+  /**
+   * The provider's authorization URL for a new sign-in, and the state to keep until the callback.
+   */
   async start(returnTo: string): Promise<{ url: URL; login: LoginState }> {
     const config = await this.configuration();
     const verifier = client.randomPKCECodeVerifier();
-    const login: LoginState = { state: client.randomState(), nonce: client.randomNonce(), verifier, returnTo };
+    const login: LoginState = {
+      state: client.randomState(),
+      nonce: client.randomNonce(),
+      verifier,
+      returnTo,
+    };
     const url = client.buildAuthorizationUrl(config, {
       redirect_uri: this.redirectUri,
       scope: this.ops.scopes,
@@ -101,7 +126,7 @@ export class OidcSignIn {
    */
   async finish(currentUrl: URL, login: LoginState): Promise<SignIn> {
     const config = await this.configuration();
-    let tokens;
+    let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
     try {
       tokens = await client.authorizationCodeGrant(config, currentUrl, {
         pkceCodeVerifier: login.verifier,
@@ -111,13 +136,22 @@ export class OidcSignIn {
       });
     } catch (e) {
       const err = e as { error?: string; error_description?: string; message?: string };
-      throw new SignInFailed(err.error ? `${err.error}${err.error_description ? `: ${err.error_description}` : ''}` : (err.message ?? 'the code exchange failed'), { cause: e });
+      throw new SignInFailed(
+        err.error
+          ? `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`
+          : (err.message ?? 'the code exchange failed'),
+        { cause: e },
+      );
     }
     const claims: Record<string, unknown> = { ...(tokens.claims() ?? {}) };
     const sub = claims.sub;
-    if (typeof sub !== 'string' || sub === '') throw new SignInFailed('the ID token has no subject');
+    if (typeof sub !== 'string' || sub === '')
+      throw new SignInFailed('the ID token has no subject');
     const groupsClaim = this.ops.groupsClaim;
-    if ((claims.email === undefined || claims[groupsClaim] === undefined) && config.serverMetadata().userinfo_endpoint) {
+    if (
+      (claims.email === undefined || claims[groupsClaim] === undefined) &&
+      config.serverMetadata().userinfo_endpoint
+    ) {
       try {
         const info = await client.fetchUserInfo(config, tokens.access_token, sub);
         for (const [k, v] of Object.entries(info)) if (claims[k] === undefined) claims[k] = v;
@@ -129,7 +163,12 @@ export class OidcSignIn {
       issuer: config.serverMetadata().issuer,
       subject: sub,
       email: typeof claims.email === 'string' && claims.email !== '' ? claims.email : null,
-      name: typeof claims.name === 'string' ? claims.name : typeof claims.preferred_username === 'string' ? claims.preferred_username : null,
+      name:
+        typeof claims.name === 'string'
+          ? claims.name
+          : typeof claims.preferred_username === 'string'
+            ? claims.preferred_username
+            : null,
       groups: groupsFromClaim(claims[groupsClaim]),
     };
   }

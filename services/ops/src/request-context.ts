@@ -70,7 +70,11 @@ export function csrfToken(req: FastifyRequest, reply: FastifyReply): string {
 }
 
 /** Reads the flash message left by the previous action's redirect, and clears it. */
-export function takeFlash(req: FastifyRequest, reply: FastifyReply, deps: Pick<ConsoleDeps, 'secure'>): string | null {
+export function takeFlash(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  deps: Pick<ConsoleDeps, 'secure'>,
+): string | null {
   const raw = req.cookies[FLASH_COOKIE];
   if (!raw) return null;
   reply.clearCookie(FLASH_COOKIE, cookieOptions(deps));
@@ -83,18 +87,42 @@ export function takeFlash(req: FastifyRequest, reply: FastifyReply, deps: Pick<C
   }
 }
 
-export function pageContext(req: FastifyRequest, reply: FastifyReply, deps: Pick<ConsoleDeps, 'secure'>, nav: NavKey, flash?: string | null): PageContext {
+export function pageContext(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  deps: Pick<ConsoleDeps, 'secure'>,
+  nav: NavKey,
+  flash?: string | null,
+): PageContext {
   const a = auth(req);
-  return { who: staffLabel(a.staff), csrf: csrfToken(req, reply), flash: flash ?? takeFlash(req, reply, deps), nav };
+  return {
+    who: staffLabel(a.staff),
+    csrf: csrfToken(req, reply),
+    flash: flash ?? takeFlash(req, reply, deps),
+    nav,
+  };
 }
 
 export function sendPage(reply: FastifyReply, status: number, page: Html): FastifyReply {
-  return reply.code(status).header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(page.value);
+  return reply
+    .code(status)
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .send(page.value);
 }
 
 /** After an action: 303 back to a page that shows the message once. */
-export function redirectWithFlash(reply: FastifyReply, deps: Pick<ConsoleDeps, 'secure'>, url: string, message: string): FastifyReply {
-  reply.setCookie(FLASH_COOKIE, Buffer.from(message, 'utf8').toString('base64url'), cookieOptions(deps, 60));
+export function redirectWithFlash(
+  reply: FastifyReply,
+  deps: Pick<ConsoleDeps, 'secure'>,
+  url: string,
+  message: string,
+): FastifyReply {
+  reply.setCookie(
+    FLASH_COOKIE,
+    Buffer.from(message, 'utf8').toString('base64url'),
+    cookieOptions(deps, 60),
+  );
   return reply.redirect(url, 303);
 }
 

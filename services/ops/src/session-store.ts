@@ -20,7 +20,11 @@ export class SessionStore {
   async create(staffId: string): Promise<{ token: string; expiresAt: Date }> {
     const token = randomBytes(32).toString('base64url');
     const expiresAt = new Date(Date.now() + this.ttlMs);
-    await this.db.query('INSERT INTO ops_sessions (id, staff_id, expires_at) VALUES ($1, $2, $3)', [sessionId(token), staffId, expiresAt]);
+    await this.db.query('INSERT INTO ops_sessions (id, staff_id, expires_at) VALUES ($1, $2, $3)', [
+      sessionId(token),
+      staffId,
+      expiresAt,
+    ]);
     await this.db.query('DELETE FROM ops_sessions WHERE expires_at < now()');
     return { token, expiresAt };
   }

@@ -1,5 +1,5 @@
 import { Signer } from '@fastify/cookie';
-import { type Runtime } from '@ens/core';
+import type { Runtime } from '@ens/core';
 import { deriveKey, resolveMasterKey } from '@ens/core/internal';
 import { SessionStore } from '../src/session-store.ts';
 import { StaffStore, type StaffRow } from '../src/staff/staff-store.ts';
@@ -14,7 +14,11 @@ export class ConsoleBrowser {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
   }
 
-  async request(method: string, path: string, form?: Record<string, string>): Promise<{ status: number; headers: Headers; text: string }> {
+  async request(
+    method: string,
+    path: string,
+    form?: Record<string, string>,
+  ): Promise<{ status: number; headers: Headers; text: string }> {
     const headers: Record<string, string> = {};
     if (this.cookies.size > 0) headers.cookie = this.cookieHeader();
     let body: string | undefined;
@@ -22,13 +26,21 @@ export class ConsoleBrowser {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(form).toString();
     }
-    const res = await fetch(/^https?:/.test(path) ? path : this.baseUrl + path, { method, headers, body, redirect: 'manual' });
+    const res = await fetch(/^https?:/.test(path) ? path : this.baseUrl + path, {
+      method,
+      headers,
+      body,
+      redirect: 'manual',
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair, ...attrs] = c.split(';');
       const eq = pair!.indexOf('=');
       const name = pair!.slice(0, eq).trim();
       const value = pair!.slice(eq + 1).trim();
-      const expired = attrs.some((a) => /^\s*expires=Thu, 01 Jan 1970/i.test(a)) || attrs.some((a) => /^\s*max-age=0$/i.test(a.trim())) || value === '';
+      const expired =
+        attrs.some((a) => /^\s*expires=Thu, 01 Jan 1970/i.test(a)) ||
+        attrs.some((a) => /^\s*max-age=0$/i.test(a.trim())) ||
+        value === '';
       if (expired) this.cookies.delete(name);
       else this.cookies.set(name, value);
     }
@@ -57,16 +69,30 @@ export function csrfOf(pageHtml: string): string {
   return m[1]!;
 }
 
-/** Signs in without an identity provider: a staff record and a session made directly in the database. */
+/**
+ * Signs in without an identity provider: a staff record and a session made directly in the
+ * database.
+ */
 export async function signInDirectly(
   rt: Runtime,
   browser: ConsoleBrowser,
   who: { subject: string; email: string | null; groups?: string[] },
   opts: { ttlMs?: number } = {},
 ): Promise<{ staff: StaffRow; token: string }> {
-  const { staff } = await new StaffStore(rt.db).recordSignIn({ issuer: rt.config.ops!.issuer, subject: who.subject, email: who.email, name: null, groups: who.groups ?? [] });
-  const { token } = await new SessionStore(rt.db, opts.ttlMs ?? rt.config.ops!.sessionTtlMs).create(staff.id);
-  const secret = deriveKey(await resolveMasterKey(rt.config.masterKey, rt.config.dataDir), 'ops-cookie').toString('base64');
+  const { staff } = await new StaffStore(rt.db).recordSignIn({
+    issuer: rt.config.ops!.issuer,
+    subject: who.subject,
+    email: who.email,
+    name: null,
+    groups: who.groups ?? [],
+  });
+  const { token } = await new SessionStore(rt.db, opts.ttlMs ?? rt.config.ops!.sessionTtlMs).create(
+    staff.id,
+  );
+  const secret = deriveKey(
+    await resolveMasterKey(rt.config.masterKey, rt.config.dataDir),
+    'ops-cookie',
+  ).toString('base64');
   browser.cookies.set('ens_ops_session', new Signer(secret).sign(token));
   return { staff, token };
 }

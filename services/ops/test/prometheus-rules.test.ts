@@ -28,7 +28,9 @@ const exported = new Set((await metricsRegistry.getMetricsAsJSON()).map((m) => m
 const TARGET_LABELS = ['instance', 'job'];
 
 function labelNamesOf(metric: string): string[] {
-  const m = metricsRegistry.getSingleMetric(metric) as unknown as { labelNames?: string[] } | undefined;
+  const m = metricsRegistry.getSingleMetric(metric) as unknown as
+    | { labelNames?: string[] }
+    | undefined;
   return m?.labelNames ?? [];
 }
 
@@ -47,12 +49,18 @@ t.test('every metric and label a rule uses is exported by ENS', async (t) => {
     const metrics = [...r.expr.matchAll(/\bens_[a-z0-9_]+\b/g)].map((m) => m[0]);
     t.not(metrics.length, 0, `${r.alert} uses an ENS metric`);
     const labels = new Set([...TARGET_LABELS, ...metrics.flatMap(labelNamesOf)]);
-    for (const name of metrics) t.ok(exported.has(name), `${r.alert}: ${name} is in the metrics registry`);
+    for (const name of metrics)
+      t.ok(exported.has(name), `${r.alert}: ${name} is in the metrics registry`);
     for (const by of r.expr.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)) {
-      for (const label of by[1]!.split(',').map((s) => s.trim()).filter(Boolean)) t.ok(labels.has(label), `${r.alert}: label ${label} in the expression exists`);
+      for (const label of by[1]!
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean))
+        t.ok(labels.has(label), `${r.alert}: label ${label} in the expression exists`);
     }
     const text = Object.values(r.annotations ?? {}).join('\n');
-    for (const used of text.matchAll(/\$labels\.([a-zA-Z_]+)/g)) t.ok(labels.has(used[1]!), `${r.alert}: label ${used[1]} in the annotations exists`);
+    for (const used of text.matchAll(/\$labels\.([a-zA-Z_]+)/g))
+      t.ok(labels.has(used[1]!), `${r.alert}: label ${used[1]} in the annotations exists`);
   }
 });
 

@@ -1,14 +1,25 @@
 import CircuitBreaker from 'opossum';
-import { classifyError, EnsError, permanentError, type OutboundMessage, type SendResult } from '@ens/plugin-sdk';
-import { type Channel, type Runtime } from '@ens/core';
+import {
+  classifyError,
+  EnsError,
+  permanentError,
+  type OutboundMessage,
+  type SendResult,
+} from '@ens/plugin-sdk';
+import type { Channel, Runtime } from '@ens/core';
 import { providerUp } from '@ens/core/internal';
 import type { LoadedProvider } from './provider-loader.ts';
 
 /** A send that failed, with the provider that was asked (recorded as the attempt's provider). */
-/** A send through the chain failed; `provider` is the one that answered, `causeValue` what it threw. */
+/**
+ * A send through the chain failed; `provider` is the one that answered, `causeValue` what it threw.
+ */
 export class ChainSendError extends EnsError {
   static override readonly code: string = 'ENS_ERR_PROVIDER_CHAIN';
-  constructor(readonly provider: string, readonly causeValue: unknown) {
+  constructor(
+    readonly provider: string,
+    readonly causeValue: unknown,
+  ) {
     super(classifyError(causeValue).message);
   }
 }
@@ -54,10 +65,15 @@ interface Member {
 export class ProviderChain {
   readonly #members: Member[];
 
-  constructor(readonly channel: Channel, providers: readonly LoadedProvider[], private readonly opts: ChainOptions) {
+  constructor(
+    readonly channel: Channel,
+    providers: readonly LoadedProvider[],
+    private readonly opts: ChainOptions,
+  ) {
     const failover = providers.length > 1;
     this.#members = providers.map((loaded) => {
-      const send = (m: OutboundMessage) => withTimeout(loaded.provider.send(m), opts.sendTimeoutMs, loaded.name);
+      const send = (m: OutboundMessage) =>
+        withTimeout(loaded.provider.send(m), opts.sendTimeoutMs, loaded.name);
       providerUp.set({ channel, provider: loaded.name }, 1);
       if (!failover) return { loaded };
       const breaker = new CircuitBreaker(send, {
@@ -71,9 +87,17 @@ export class ProviderChain {
       });
       breaker.on('open', () => {
         providerUp.set({ channel, provider: loaded.name }, 0);
-        opts.logger.warn({ channel, provider: loaded.name, cooldownMs: opts.cooldownMs }, 'provider is failing; sends go to the next provider of the channel');
+        opts.logger.warn(
+          { channel, provider: loaded.name, cooldownMs: opts.cooldownMs },
+          'provider is failing; sends go to the next provider of the channel',
+        );
       });
-      breaker.on('halfOpen', () => opts.logger.info({ channel, provider: loaded.name }, 'provider cool-down over; the next send is a trial'));
+      breaker.on('halfOpen', () =>
+        opts.logger.info(
+          { channel, provider: loaded.name },
+          'provider cool-down over; the next send is a trial',
+        ),
+      );
       breaker.on('close', () => {
         providerUp.set({ channel, provider: loaded.name }, 1);
         opts.logger.info({ channel, provider: loaded.name }, 'provider is back');
@@ -97,12 +121,24 @@ export class ProviderChain {
     return this.#members.filter((m) => m.breaker?.opened).map((m) => m.loaded.name);
   }
 
-  /** Sends through the first provider that is up; throws ChainSendError naming the provider asked. */
+  /**
+   * Sends through the first provider that is up; throws ChainSendError naming the provider asked.
+   */
   async send(m: OutboundMessage): Promise<{ provider: string; result: SendResult }> {
     const platform = m.device?.platform;
-    const able = this.#members.filter((x) => platform === undefined || x.loaded.pushPlatforms === null || x.loaded.pushPlatforms.includes(platform));
+    const able = this.#members.filter(
+      (x) =>
+        platform === undefined ||
+        x.loaded.pushPlatforms === null ||
+        x.loaded.pushPlatforms.includes(platform),
+    );
     if (able.length === 0) {
-      throw new ChainSendError(this.primary, permanentError(`push: no provider for ${platform} devices is configured (ENS_PROVIDERS push=…)`));
+      throw new ChainSendError(
+        this.primary,
+        permanentError(
+          `push: no provider for ${platform} devices is configured (ENS_PROVIDERS push=…)`,
+        ),
+      );
     }
     for (const x of able) {
       if (!x.breaker) return this.#direct(x, m);
@@ -119,7 +155,14 @@ export class ProviderChain {
 
   async #direct(x: Member, m: OutboundMessage): Promise<{ provider: string; result: SendResult }> {
     try {
-      return { provider: x.loaded.name, result: await withTimeout(x.loaded.provider.send(m), this.opts.sendTimeoutMs, x.loaded.name) };
+      return {
+        provider: x.loaded.name,
+        result: await withTimeout(
+          x.loaded.provider.send(m),
+          this.opts.sendTimeoutMs,
+          x.loaded.name,
+        ),
+      };
     } catch (err) {
       throw new ChainSendError(x.loaded.name, err);
     }

@@ -1,6 +1,15 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { CHANNELS, type Channel } from '@ens/core';
 import {
-  checkConfig, checkPlugin, PluginLoadError, type PluginContext, type Provider, type ProviderPlugin, type PushPlatform,
+  checkConfig,
+  checkPlugin,
+  PluginLoadError,
+  type PluginContext,
+  type Provider,
+  type ProviderPlugin,
+  type PushPlatform,
 } from '@ens/plugin-sdk';
 
 export { checkPlugin, PluginLoadError };
@@ -27,12 +36,39 @@ type ProviderLists = Readonly<Record<Channel, readonly string[]>>;
  * Refuses settings for a package that no channel uses: a misspelt package name in
  * ENS_PROVIDER_CONFIG would otherwise leave the real plugin on its defaults without a word.
  */
-export function checkProviderConfig(byChannel: ProviderLists, providerConfig: Readonly<Record<string, unknown>>): void {
+export function checkProviderConfig(
+  byChannel: ProviderLists,
+  providerConfig: Readonly<Record<string, unknown>>,
+): void {
   const used = new Set(Object.values(byChannel).flat());
   const stray = Object.keys(providerConfig).find((pkg) => !used.has(pkg));
   if (stray !== undefined) {
-    throw new PluginLoadError(`ENS_PROVIDER_CONFIG has settings for ${stray}, which ENS_PROVIDERS assigns to no channel (in use: ${[...used].join(', ')})`);
+    throw new PluginLoadError(
+      `ENS_PROVIDER_CONFIG has settings for ${stray}, which ENS_PROVIDERS assigns to no channel (in use: ${[...used].join(', ')})`,
+    );
   }
+}
+
+/**
+ * How a plugin package is imported: from ENS_PLUGIN_DIR first when it is set (a directory of its
+ * own, `npm install --prefix DIR PACKAGE`, so adding a third-party plugin changes neither the
+ * repository's package.json nor its lock file, and an image gets plugins by a build argument),
+ * then as ENS's own dependencies (the plugins of this repository). The plugin's own imports
+ * (the SDK, its libraries) resolve from where it is installed.
+ */
+export function pluginImporter(pluginDir: string | undefined): (pkg: string) => Promise<unknown> {
+  if (pluginDir === undefined) return (pkg) => import(pkg);
+  const fromDir = createRequire(path.join(pluginDir, 'package.json'));
+  return async (pkg) => {
+    let resolved: string;
+    try {
+      resolved = fromDir.resolve(pkg);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw e;
+      return import(pkg);
+    }
+    return import(pathToFileURL(resolved).href);
+  };
 }
 
 /**
@@ -58,18 +94,25 @@ export async function loadProviders(
         try {
           mod = await importer(pkg);
         } catch (e) {
-          throw new PluginLoadError(`provider plugin ${pkg} could not be imported (is it installed?): ${(e as Error).message}`);
+          throw new PluginLoadError(
+            `provider plugin ${pkg} could not be imported (is it installed?): ${(e as Error).message}`,
+          );
         }
         const plugin = checkPlugin(pkg, mod);
         // The name keys webhook paths and status reports, so two packages may not share one.
         const other = names.get(plugin.name);
-        if (other !== undefined) throw new PluginLoadError(`provider plugins ${other} and ${pkg} are both named "${plugin.name}"; only one can be used`);
+        if (other !== undefined)
+          throw new PluginLoadError(
+            `provider plugins ${other} and ${pkg} are both named "${plugin.name}"; only one can be used`,
+          );
         names.set(plugin.name, pkg);
         entry = { plugin, config: checkConfig(pkg, plugin, configFor(pkg)) };
         checked.set(pkg, entry);
       }
       if (!entry.plugin.channels.includes(channel)) {
-        throw new PluginLoadError(`provider plugin ${pkg}: channels does not include ${channel}, but ENS_PROVIDERS assigns it to ${channel}`);
+        throw new PluginLoadError(
+          `provider plugin ${pkg}: channels does not include ${channel}, but ENS_PROVIDERS assigns it to ${channel}`,
+        );
       }
     }
   }
@@ -78,14 +121,21 @@ export async function loadProviders(
   try {
     for (const [pkg, { plugin, config }] of checked) {
       const provider = await plugin.create(config, contextFor(plugin.name));
-      made.set(pkg, { name: plugin.name, pkg, provider, pushPlatforms: plugin.pushPlatforms ?? null });
+      made.set(pkg, {
+        name: plugin.name,
+        pkg,
+        provider,
+        pushPlatforms: plugin.pushPlatforms ?? null,
+      });
     }
   } catch (e) {
     for (const loaded of made.values()) await loaded.provider.close?.().catch(() => {});
     throw e;
   }
   return {
-    byChannel: new Map(CHANNELS.map((channel) => [channel, byChannel[channel].map((pkg) => made.get(pkg)!)])),
+    byChannel: new Map(
+      CHANNELS.map((channel) => [channel, byChannel[channel].map((pkg) => made.get(pkg)!)]),
+    ),
     all: [...made.values()],
   };
 }

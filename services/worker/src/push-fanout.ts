@@ -1,5 +1,5 @@
 import { classifyError, ProviderError, type OutboundMessage } from '@ens/plugin-sdk';
-import { type Runtime } from '@ens/core';
+import type { Runtime } from '@ens/core';
 import { devicesRemoved, type AttemptResult, type ClaimedDelivery } from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
 
@@ -17,17 +17,28 @@ const shortToken = (t: string) => (t.length > 16 ? `${t.slice(0, 8)}…${t.slice
  * every device, but only after none accepted, so no device gets the message twice.
  */
 export async function sendToDevices(
-  rt: Runtime, chain: ProviderChain, claim: ClaimedDelivery, message: OutboundMessage,
+  rt: Runtime,
+  chain: ProviderChain,
+  claim: ClaimedDelivery,
+  message: OutboundMessage,
   decide: (err: unknown, provider: string) => AttemptResult,
 ): Promise<AttemptResult> {
   const devices = await rt.devices.list(claim.clientId, claim.tenant, claim.recipient);
   if (devices.length === 0) {
-    return { outcome: 'failed', provider: chain.primary, error: `push: user "${claim.recipient}" has no registered devices in tenant "${claim.tenant}"`, kind: 'permanent' };
+    return {
+      outcome: 'failed',
+      provider: chain.primary,
+      error: `push: user "${claim.recipient}" has no registered devices in tenant "${claim.tenant}"`,
+      kind: 'permanent',
+    };
   }
   const answers = await Promise.all(
     devices.map(async (d) => {
       try {
-        const sent = await chain.send({ ...message, device: { token: d.token, platform: d.platform, subscription: d.subscription } });
+        const sent = await chain.send({
+          ...message,
+          device: { token: d.token, platform: d.platform, subscription: d.subscription },
+        });
         return { device: d, sent };
       } catch (e) {
         if (!(e instanceof ChainSendError)) throw e;
@@ -40,17 +51,43 @@ export async function sendToDevices(
     if (!a.failed || !classifyError(a.failed.causeValue).deviceGone) continue;
     await rt.devices.remove(claim.clientId, claim.tenant, claim.recipient, a.device.token);
     devicesRemoved.inc({ provider: a.failed.provider });
-    rt.logger.info({ deliveryId: claim.id, provider: a.failed.provider, platform: a.device.platform }, 'push device reported gone; removed from the registry');
+    rt.logger.info(
+      { deliveryId: claim.id, provider: a.failed.provider, platform: a.device.platform },
+      'push device reported gone; removed from the registry',
+    );
   }
 
   const accepted = answers.find((a) => a.sent);
-  if (accepted?.sent) return { outcome: 'sent', provider: accepted.sent.provider, providerMessageId: accepted.sent.result.providerMessageId };
+  if (accepted?.sent)
+    return {
+      outcome: 'sent',
+      provider: accepted.sent.provider,
+      providerMessageId: accepted.sent.result.providerMessageId,
+    };
 
-  const failures = answers.map((a) => ({ device: a.device, err: a.failed!, c: classifyError(a.failed!.causeValue) }));
-  const summary = failures.map((f) => `${f.device.platform} ${shortToken(f.device.token)}: ${f.c.message}${f.c.deviceGone ? ' (removed)' : ''}`).join('; ');
-  const text = `push to ${devices.length} device${devices.length === 1 ? '' : 's'} failed: ${summary}`.slice(0, MAX_ERROR_CHARS);
+  const failures = answers.map((a) => ({
+    device: a.device,
+    err: a.failed!,
+    c: classifyError(a.failed!.causeValue),
+  }));
+  const summary = failures
+    .map(
+      (f) =>
+        `${f.device.platform} ${shortToken(f.device.token)}: ${f.c.message}${f.c.deviceGone ? ' (removed)' : ''}`,
+    )
+    .join('; ');
+  const text =
+    `push to ${devices.length} device${devices.length === 1 ? '' : 's'} failed: ${summary}`.slice(
+      0,
+      MAX_ERROR_CHARS,
+    );
   // The retry follows the most hopeful failure: a rate limit's hint, then any transient one.
-  const retryable = failures.find((f) => f.c.kind === 'rate_limited') ?? failures.find((f) => f.c.kind === 'transient');
+  const retryable =
+    failures.find((f) => f.c.kind === 'rate_limited') ??
+    failures.find((f) => f.c.kind === 'transient');
   const basis = retryable ?? failures[0]!;
-  return decide(new ProviderError(basis.c.kind, text, { retryAfterMs: basis.c.retryAfterMs }), basis.err.provider);
+  return decide(
+    new ProviderError(basis.c.kind, text, { retryAfterMs: basis.c.retryAfterMs }),
+    basis.err.provider,
+  );
 }

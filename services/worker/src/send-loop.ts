@@ -1,15 +1,44 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import type { OutboundMessage } from '@ens/plugin-sdk';
-import { CHANNEL_RULES, decideSendRetry, returnPathFor, signDeliveryToken, unsubscribeMailtoFor, type Channel, type Runtime } from '@ens/core';
 import {
-  ACK_WAIT_MS, attemptsTotal, suppressedSends, endAttemptSpan, FairSlots, parseSendWakeup, startAttemptSpan, traceparentOf, type AttemptResult, type ClaimedDelivery, type ClaimMiss,
-  type Flow, type ProviderPacer, type SchedulingPolicy,
+  CHANNEL_RULES,
+  decideSendRetry,
+  returnPathFor,
+  signDeliveryToken,
+  unsubscribeMailtoFor,
+  type Channel,
+  type Runtime,
+} from '@ens/core';
+import {
+  ACK_WAIT_MS,
+  attemptsTotal,
+  suppressedSends,
+  endAttemptSpan,
+  FairSlots,
+  handBack,
+  isRedelivered,
+  parseSendWakeup,
+  recordOutcome,
+  startAttemptSpan,
+  traceparentOf,
+  type AttemptResult,
+  type ClaimedDelivery,
+  type ClaimMiss,
+  type Flow,
+  type ProviderPacer,
+  type SchedulingPolicy,
 } from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
 import { sendToDevices } from './push-fanout.ts';
 
-/** What ENS adds to an email for consent: its signed return path, and for bulk mail the one-click unsubscribe. */
-function emailConsent(rt: Runtime, d: ClaimedDelivery): Pick<OutboundMessage, 'returnPath' | 'unsubscribe'> {
+/**
+ * What ENS adds to an email for consent: its signed return path, and for bulk mail the one-click
+ * unsubscribe.
+ */
+function emailConsent(
+  rt: Runtime,
+  d: ClaimedDelivery,
+): Pick<OutboundMessage, 'returnPath' | 'unsubscribe'> {
   if (d.channel !== 'email') return {};
   const domain = rt.config.consent.returnPathDomain;
   const out: Pick<OutboundMessage, 'returnPath' | 'unsubscribe'> = {};
@@ -17,7 +46,9 @@ function emailConsent(rt: Runtime, d: ClaimedDelivery): Pick<OutboundMessage, 'r
   if (d.bulk) {
     out.unsubscribe = {
       url: `${rt.config.publicUrl}/unsubscribe/${signDeliveryToken(rt.consentKey, 'unsubscribe', d.id)}`,
-      mailto: domain ? `mailto:${unsubscribeMailtoFor(rt.consentKey, domain, d.id)}?subject=unsubscribe` : null,
+      mailto: domain
+        ? `mailto:${unsubscribeMailtoFor(rt.consentKey, domain, d.id)}?subject=unsubscribe`
+        : null,
     };
   }
   return out;
@@ -80,9 +111,15 @@ export interface SendLoop {
  * before the claim too, so that waiting for the pace never eats into a lease; the claim is made in
  * the last moments before it, and the send then waits for its exact time.
  */
-export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, scheduling: SendScheduling): SendLoop {
+export function sendLoop(
+  rt: Runtime,
+  channel: Channel,
+  chain: ProviderChain,
+  scheduling: SendScheduling,
+): SendLoop {
   // The retry policy (core's retry-policy.ts) turns a provider's error into the attempt's outcome.
-  const decideFor = (claim: ClaimedDelivery) => (err: unknown, provider: string) => decideSendRetry(err, claim.attempt, rt.config.retryBackoffMs, provider);
+  const decideFor = (claim: ClaimedDelivery) => (err: unknown, provider: string) =>
+    decideSendRetry(err, claim.attempt, rt.config.retryBackoffMs, provider);
   const sendOne = async (claim: ClaimedDelivery): Promise<AttemptResult> => {
     try {
       const { provider, result } = await chain.send(outbound(rt, claim));
@@ -105,24 +142,64 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
 
   // After the slot is given back: the versioned outcome, then ack, or nak for a retry.
   // `traceparent` is the attempt's span, for the callback the outcome may queue.
-  const record = async (h: Held, claim: ClaimedDelivery, result: AttemptResult, traceparent: string | null) => {
-    // The provider asked for a pause: a paced provider gets it from every worker, not just this send.
-    if (result.outcome === 'retry' && result.kind === 'rate_limited') pacer.slowDown(result.provider, result.delayMs);
-    attemptsTotal.inc({ channel, provider: result.provider, outcome: result.outcome === 'sent' ? 'sent' : result.kind });
-    // If recording fails (PostgreSQL down), the message is nak'ed; the lease then runs out and
-    // the attempt is retried and the unrecorded one marked lost. The store wakes the feed, and the
-    // callbacks role for a callback the outcome queued, after its commit.
-    const t = await rt.deliveries.finish(claim, result, traceparent);
+  const record = async (
+    h: Held,
+    claim: ClaimedDelivery,
+    claimedAt: number,
+    result: AttemptResult,
+    traceparent: string | null,
+  ) => {
+    // The provider asked for a pause: a paced provider gets it from every worker, not just this
+    // send.
+    if (result.outcome === 'retry' && result.kind === 'rate_limited')
+      pacer.slowDown(result.provider, result.delayMs);
+    attemptsTotal.inc({
+      channel,
+      provider: result.provider,
+      outcome: result.outcome === 'sent' ? 'sent' : result.kind,
+    });
+    // While PostgreSQL is away the outcome is kept and tried again until the lease runs out
+    // (outcome-retry.ts); only then is the message nak'ed, the attempt retried and the unrecorded
+    // one marked lost. The store wakes the feed, and the callbacks role for a callback the outcome
+    // queued, after its commit.
+    const t = await recordOutcome(() => rt.deliveries.finish(claim, result, traceparent), {
+      deadline: claimedAt + rt.config.leaseMs,
+      keepAlive: () => h.m.working(),
+      logger: rt.logger,
+      context: { deliveryId: claim.id, channel },
+    });
     // A refusal about the recipient (an unknown mailbox, a number that opted out) suppresses the
     // address too, so that later sends to it are not made. After the outcome, not with it: if this
     // write is lost, the next send meets the same refusal and writes it again.
     if (t && result.outcome === 'failed' && result.recipientRefusal) {
-      await rt.suppressions.upsert(claim.clientId, [{
-        tenant: claim.tenant, channel: claim.channel, address: claim.recipient, scope: result.recipientEventTypeOnly ? claim.eventType : '*', reason: result.recipientRefusal, source: 'provider',
-        provider: result.provider, deliveryId: claim.id, detail: result.error,
-      }]).catch((err: unknown) => rt.logger.warn({ err, deliveryId: claim.id }, 'could not record the refused recipient as suppressed'));
+      await rt.suppressions
+        .upsert(claim.clientId, [
+          {
+            tenant: claim.tenant,
+            channel: claim.channel,
+            address: claim.recipient,
+            scope: result.recipientEventTypeOnly ? claim.eventType : '*',
+            reason: result.recipientRefusal,
+            source: 'provider',
+            provider: result.provider,
+            deliveryId: claim.id,
+            detail: result.error,
+          },
+        ])
+        .catch((err: unknown) =>
+          rt.logger.warn(
+            { err, deliveryId: claim.id },
+            'could not record the refused recipient as suppressed',
+          ),
+        );
     }
-    if (t?.status === 'pending' && result.outcome === 'retry') {
+    if (t === null) {
+      // The version moved on: the claim was ended (its lease ran out, or its session was found
+      // dead), or lost with the commits a PostgreSQL crash or failover dropped (claims commit
+      // asynchronously). In that last case nothing else would wake the delivery before the sweeper:
+      // the wake-up goes back, and its redelivery is a miss unless the delivery is still due.
+      h.m.nak();
+    } else if (t.status === 'pending' && result.outcome === 'retry') {
       h.m.nak(result.delayMs);
     } else {
       h.m.ack();
@@ -137,8 +214,10 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
         let claim: ClaimedDelivery;
         let result: AttemptResult;
         let span: ReturnType<typeof startAttemptSpan> = null;
+        let claimedAt = 0;
         try {
           const sendAt = await pacer.take(chain.primary);
+          claimedAt = Date.now();
           const c = await rt.deliveries.claim(h.id, chain.primary, rt.config.leaseMs);
           if ('reason' in c) {
             missed(h, c);
@@ -147,7 +226,9 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
           claim = c;
           await pacer.sendAt(chain.primary, sendAt);
           span = startAttemptSpan(claim);
-          result = toDevices ? await sendToDevices(rt, chain, claim, outbound(rt, claim), decideFor(claim)) : await sendOne(claim);
+          result = toDevices
+            ? await sendToDevices(rt, chain, claim, outbound(rt, claim), decideFor(claim))
+            : await sendOne(claim);
         } catch (err) {
           if (span) endAttemptSpan(span, err instanceof Error ? err : new Error(String(err)));
           failed(h, err);
@@ -158,12 +239,15 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
           endAttemptSpan(span, result);
           traceparent = traceparentOf(span);
         }
-        void record(h, claim, result, traceparent).catch((err: unknown) => failed(h, err));
+        void record(h, claim, claimedAt, result, traceparent).catch((err: unknown) =>
+          failed(h, err),
+        );
       },
       cancel(h) {
-        // Stopping: never claimed, so it goes straight back to the queue for another process.
-        h.m.nak();
-        h.done();
+        // Stopping: never claimed, so it goes straight back to the queue for another process
+        // (hand-back.ts says why not by a nak). Its turn ends once it is back, so that the
+        // process's stop waits for it.
+        void handBack(rt.js, h.m, rt.logger).finally(h.done);
       },
     },
     policy.weights,
@@ -173,11 +257,14 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
     if (miss.reason === 'suppressed') {
       // Consent stops it: failed without any provider call, and its callback queued (the store
       // wakes the feed and the callbacks role after its commit).
-      rt.deliveries.failSuppressed(h.id, miss.hit).then(() => {
-        suppressedSends.inc({ channel, reason: miss.hit.reason });
-        h.m.ack();
-        h.done();
-      }, (err: unknown) => failed(h, err));
+      rt.deliveries.failSuppressed(h.id, miss.hit).then(
+        () => {
+          suppressedSends.inc({ channel, reason: miss.hit.reason });
+          h.m.ack();
+          h.done();
+        },
+        (err: unknown) => failed(h, err),
+      );
       return;
     }
     if (miss.reason === 'not_due') h.m.nak(miss.dueInMs);
@@ -200,8 +287,12 @@ export function sendLoop(rt: Runtime, channel: Channel, chain: ProviderChain, sc
     handle: (m) =>
       new Promise<void>((done) => {
         const w = parseSendWakeup(m.string());
-        const flow: Flow = { client: w.clientId, tenant: w.tenant, priority: policy.isPriority(w.clientId, w.eventType) };
-        slots.submit(flow, { m, id: w.id, since: Date.now(), done }, m.info.deliveryCount > 1);
+        const flow: Flow = {
+          client: w.clientId,
+          tenant: w.tenant,
+          priority: policy.isPriority(w.clientId, w.eventType),
+        };
+        slots.submit(flow, { m, id: w.id, since: Date.now(), done }, isRedelivered(m));
       }),
     close() {
       clearInterval(keepAlive);

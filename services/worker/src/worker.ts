@@ -1,10 +1,33 @@
-import { CHANNELS, checkOutboundUrl, guardedFetch, sendTimeoutMs, type Channel, type Runtime } from '@ens/core';
 import {
-  consumeWorkQueue, ProviderPacer, SchedulingPolicy, SEND_LANES, SEND_STREAM, sendConsumer, sendWaiting, startJobs, suppressionReports, workerJobs, type Pace,
+  CHANNELS,
+  checkOutboundUrl,
+  guardedFetch,
+  sendTimeoutMs,
+  type Channel,
+  type Runtime,
+} from '@ens/core';
+import {
+  consumeWorkQueue,
+  ProviderPacer,
+  SchedulingPolicy,
+  SEND_LANES,
+  SEND_STREAM,
+  sendConsumer,
+  sendWaiting,
+  startJobs,
+  suppressionReports,
+  workerJobs,
+  type Pace,
 } from '@ens/core/internal';
 import type { PluginContext } from '@ens/plugin-sdk';
 import { ProviderChain } from './provider-chain.ts';
-import { checkProviderConfig, closeProviders, loadProviders, type LoadedProviders } from './provider-loader.ts';
+import {
+  checkProviderConfig,
+  closeProviders,
+  loadProviders,
+  pluginImporter,
+  type LoadedProviders,
+} from './provider-loader.ts';
 import { sendLoop, type SendLoop } from './send-loop.ts';
 
 /**
@@ -48,7 +71,13 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
       fetch: (url, init) => guardedFetch(url, init, guard),
     },
     async reportStatus(u) {
-      const report = { provider: pluginName, providerMessageId: u.providerMessageId, kind: u.status, at: u.at, error: u.error };
+      const report = {
+        provider: pluginName,
+        providerMessageId: u.providerMessageId,
+        kind: u.status,
+        at: u.at,
+        error: u.error,
+      };
       let r = await rt.deliveries.applyStatusReport(report);
       for (const wait of UNKNOWN_REPORT_RETRY_MS) {
         if (r) break;
@@ -56,13 +85,24 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
         r = await rt.deliveries.applyStatusReport(report);
       }
       // The store wakes the feed and the callbacks role after the report's commit.
-      if (!r) logger.warn({ providerMessageId: u.providerMessageId }, 'status report for an unknown message');
+      if (!r)
+        logger.warn(
+          { providerMessageId: u.providerMessageId },
+          'status report for an unknown message',
+        );
     },
     async reportRecipient(r) {
       suppressionReports.inc({ source: 'provider', kind: r.kind });
       if (r.providerMessageId !== undefined) {
         const find = { provider: pluginName, providerMessageId: r.providerMessageId };
-        const report = { kind: r.kind, source: 'provider' as const, provider: pluginName, detail: r.detail, at: r.at, scopeToEventType: r.eventTypeOnly === true };
+        const report = {
+          kind: r.kind,
+          source: 'provider' as const,
+          provider: pluginName,
+          detail: r.detail,
+          at: r.at,
+          scopeToEventType: r.eventTypeOnly === true,
+        };
         // As for status reports: the report may overtake the send's record of its message id.
         // Through core's door, which wakes the feed when the report marks the delivery.
         let res = await rt.suppressions.reportForDelivery(find, report);
@@ -72,27 +112,50 @@ export function pluginContext(rt: Runtime, pluginName: string): PluginContext {
           res = await rt.suppressions.reportForDelivery(find, report);
         }
         if (!res) {
-          logger.warn({ providerMessageId: r.providerMessageId, kind: r.kind }, 'recipient report for an unknown message');
+          logger.warn(
+            { providerMessageId: r.providerMessageId, kind: r.kind },
+            'recipient report for an unknown message',
+          );
           return { entries: 0 };
         }
         return { entries: res.entries };
       }
       if (r.address === undefined || r.channel === undefined) {
-        logger.warn({ kind: r.kind }, 'recipient report names neither a message nor an address and channel');
+        logger.warn(
+          { kind: r.kind },
+          'recipient report names neither a message nor an address and channel',
+        );
         return { entries: 0 };
       }
-      return rt.suppressions.reportForAddress({ kind: r.kind, provider: pluginName, channel: r.channel, address: r.address, sender: r.sender, detail: r.detail });
+      return rt.suppressions.reportForAddress({
+        kind: r.kind,
+        provider: pluginName,
+        channel: r.channel,
+        address: r.address,
+        sender: r.sender,
+        detail: r.detail,
+      });
     },
   };
 }
 
-/** Loads the configured providers with the worker's plugin context (the API role uses it for webhooks too). */
+/**
+ * Loads the configured providers with the worker's plugin context (the API role uses it for
+ * webhooks too).
+ */
 export async function loadConfiguredProviders(rt: Runtime): Promise<LoadedProviders> {
   checkProviderConfig(rt.config.providers, rt.config.providerConfig);
-  return loadProviders(rt.config.providers, (pkg) => rt.config.providerConfig[pkg], (name) => pluginContext(rt, name));
+  return loadProviders(
+    rt.config.providers,
+    (pkg) => rt.config.providerConfig[pkg],
+    (name) => pluginContext(rt, name),
+    pluginImporter(rt.config.pluginDir),
+  );
 }
 
-/** Each loaded provider's pace: the operator's (ENS_PROVIDER_PACE, by package) or the plugin's own. */
+/**
+ * Each loaded provider's pace: the operator's (ENS_PROVIDER_PACE, by package) or the plugin's own.
+ */
 function providerPaces(rt: Runtime, providers: LoadedProviders): Map<string, Pace> {
   const paces = new Map<string, Pace>();
   for (const p of providers.all) {
@@ -107,8 +170,10 @@ function reportWaiting(sends: readonly SendLoop[]): void {
   sendWaiting.reset();
   for (const [i, s] of sends.entries()) {
     const byClient = new Map<string, number>();
-    for (const b of s.slots.backlog()) byClient.set(b.client, (byClient.get(b.client) ?? 0) + b.waiting);
-    for (const [client, n] of byClient) sendWaiting.set({ channel: CHANNELS[i]!, client: client || 'unknown' }, n);
+    for (const b of s.slots.backlog())
+      byClient.set(b.client, (byClient.get(b.client) ?? 0) + b.waiting);
+    for (const [client, n] of byClient)
+      sendWaiting.set({ channel: CHANNELS[i]!, client: client || 'unknown' }, n);
   }
 }
 
@@ -119,12 +184,25 @@ function reportWaiting(sends: readonly SendLoop[]): void {
  */
 export async function startWorker(rt: Runtime): Promise<WorkerRole> {
   const providers = await loadConfiguredProviders(rt);
-  const chainOptions = { threshold: rt.config.failoverThreshold, cooldownMs: rt.config.failoverCooldownMs, sendTimeoutMs: sendTimeoutMs(rt.config.leaseMs), logger: rt.logger };
-  const chains = new Map(CHANNELS.map((ch) => [ch, new ProviderChain(ch, providers.byChannel.get(ch)!, chainOptions)]));
+  const chainOptions = {
+    threshold: rt.config.failoverThreshold,
+    cooldownMs: rt.config.failoverCooldownMs,
+    sendTimeoutMs: sendTimeoutMs(rt.config.leaseMs),
+    logger: rt.logger,
+  };
+  const chains = new Map(
+    CHANNELS.map((ch) => [ch, new ProviderChain(ch, providers.byChannel.get(ch)!, chainOptions)]),
+  );
   const policy = new SchedulingPolicy(rt.db);
-  await policy.start(5_000, (err) => rt.logger.warn({ err }, 'reading the scheduling settings failed; keeping the previous ones'));
+  await policy.start(5_000, (err) =>
+    rt.logger.warn({ err }, 'reading the scheduling settings failed; keeping the previous ones'),
+  );
   const pacer = new ProviderPacer(rt.db, providerPaces(rt, providers));
-  const sends = CHANNELS.map((ch) => sendLoop(rt, ch, chains.get(ch)!, { policy, pacer, slots: rt.config.workerConcurrency }));
+  // Claims record this process's session, so that they are retried at once if it dies.
+  await rt.session.start();
+  const sends = CHANNELS.map((ch) =>
+    sendLoop(rt, ch, chains.get(ch)!, { policy, pacer, slots: rt.config.workerConcurrency }),
+  );
   const gauges = setInterval(() => reportWaiting(sends), 5_000);
   gauges.unref();
   // Both lanes of a channel feed its one send loop, which chooses among all it holds fairly.
@@ -132,15 +210,27 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
     CHANNELS.flatMap((ch, i) =>
       SEND_LANES.map((lane) =>
         consumeWorkQueue({
-          js: rt.js, stream: SEND_STREAM, durable: sendConsumer(ch, lane),
-          concurrency: lane === 'bulk' ? rt.config.sendWindow : Math.min(rt.config.sendWindow, NEXT_LANE_WINDOW), pullBatch: rt.config.workerConcurrency * PULL_PER_SEND_SLOT,
-          handle: sends[i]!.handle, logger: rt.logger, redeclare: rt.redeclareTopology, onReconnect: rt.onNatsReconnect, nc: rt.nc,
+          js: rt.js,
+          stream: SEND_STREAM,
+          durable: sendConsumer(ch, lane),
+          concurrency:
+            lane === 'bulk'
+              ? rt.config.sendWindow
+              : Math.min(rt.config.sendWindow, NEXT_LANE_WINDOW),
+          pullBatch: rt.config.workerConcurrency * PULL_PER_SEND_SLOT,
+          handle: sends[i]!.handle,
+          logger: rt.logger,
+          redeclare: rt.redeclareTopology,
+          onReconnect: rt.onNatsReconnect,
+          nc: rt.nc,
+          onLeaderElected: () => rt.deliveries.afterLeaderChange(ch),
         }),
       ),
     ),
   );
 
-  // The delivery sweep and the keeping of the record (core's jobs/catalogue.ts).
+  // The delivery sweep, the end of dead processes' claims and the keeping of the record (core's
+  // jobs/catalogue.ts).
   const jobs = startJobs(workerJobs(rt), rt.logger);
 
   return {
@@ -150,14 +240,19 @@ export async function startWorker(rt: Runtime): Promise<WorkerRole> {
       // A pass under way finishes on its own; stopping does not wait for it.
       void jobs.stop();
       clearInterval(gauges);
-      // Sends under way finish; held wake-ups that have not started go back to the queue.
+      // Pulling stops first, on the server too, so that the wake-ups handed back next go to
+      // other processes rather than to this one's last pulls (work-queue.ts). Sends under way
+      // finish; held wake-ups that have not started go back to the queue.
+      await Promise.all(loops.map((l) => l.stopIntake()));
       for (const s of sends) s.close();
       pacer.close();
       await Promise.all(loops.map((l) => l.stop(10_000)));
+      // Ends the session (with the other claiming role's stop): sends cut off by the grace are
+      // ended and woken at once rather than after their lease.
+      await rt.session.stop(rt.reaper);
       policy.stop();
       for (const c of chains.values()) c.close();
       await closeProviders(providers);
     },
   };
 }
-

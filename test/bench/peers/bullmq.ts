@@ -9,7 +9,8 @@
  * Concurrency 64 as the issue measured it; the pg pool (PEER_PG_POOL, 16) is what the same two
  * cores' PostgreSQL commits well; jobs beyond it wait for a connection, not for CPU.
  *
- * Environment: PEER_DATABASE_URL, PEER_SCHEMA, PEER_PG_POOL, PEER_CONCURRENCY, PEER_REDIS_URL, PEER_QUEUE.
+ * Environment: PEER_DATABASE_URL, PEER_SCHEMA, PEER_PG_POOL, PEER_CONCURRENCY, PEER_REDIS_URL,
+ * PEER_QUEUE.
  */
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -20,7 +21,11 @@ import { peerSetting, sendAndRecord, type SendJob } from './outcome.ts';
 const schema = peerSetting('PEER_SCHEMA');
 const redisUrl = peerSetting('PEER_REDIS_URL');
 const queueName = peerSetting('PEER_QUEUE');
-const db = new pg.Pool({ connectionString: peerSetting('PEER_DATABASE_URL'), max: Number(peerSetting('PEER_PG_POOL')), application_name: 'peer-bullmq' });
+const db = new pg.Pool({
+  connectionString: peerSetting('PEER_DATABASE_URL'),
+  max: Number(peerSetting('PEER_PG_POOL')),
+  application_name: 'peer-bullmq',
+});
 // An idle connection dropped by the server is replaced on next use; say so rather than crash.
 db.on('error', (err) => process.stderr.write(`pg pool: ${err.message}\n`));
 
@@ -30,13 +35,24 @@ const producer = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 const consumer = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const queue = new Queue<SendJob>(queueName, {
   connection: producer,
-  defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { count: 1000 }, removeOnFail: { count: 5000 } },
+  defaultJobOptions: {
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 1000 },
+    removeOnComplete: { count: 1000 },
+    removeOnFail: { count: 5000 },
+  },
 });
-const worker = new Worker<SendJob>(queueName, async (job) => sendAndRecord(db, schema, job.id!, job.data), {
-  connection: consumer,
-  concurrency: Number(peerSetting('PEER_CONCURRENCY')),
-});
-worker.on('failed', (job, err) => process.stderr.write(`[bullmq] job ${job?.id} failed: ${err.message}\n`));
+const worker = new Worker<SendJob>(
+  queueName,
+  async (job) => sendAndRecord(db, schema, job.id!, job.data),
+  {
+    connection: consumer,
+    concurrency: Number(peerSetting('PEER_CONCURRENCY')),
+  },
+);
+worker.on('failed', (job, err) =>
+  process.stderr.write(`[bullmq] job ${job?.id} failed: ${err.message}\n`),
+);
 await worker.waitUntilReady();
 
 const intake = await startIntake(async (body) => {

@@ -10,19 +10,20 @@ import { startIntake, serveUntilTold } from './intake.ts';
 import { peerSetting } from './outcome.ts';
 
 const schema = peerSetting('PEER_SCHEMA');
-const db = new pg.Pool({ connectionString: peerSetting('PEER_DATABASE_URL'), max: Number(peerSetting('PEER_PG_POOL')), application_name: 'peer-fastify-pg' });
+const db = new pg.Pool({
+  connectionString: peerSetting('PEER_DATABASE_URL'),
+  max: Number(peerSetting('PEER_PG_POOL')),
+  application_name: 'peer-fastify-pg',
+});
 // An idle connection dropped by the server is replaced on next use; say so rather than crash.
 db.on('error', (err) => process.stderr.write(`pg pool: ${err.message}\n`));
 
 const intake = await startIntake(async (body) => {
   const m = body.messages[0]!;
-  await db.query(`INSERT INTO ${schema}.messages (tenant, event_type, channel, recipients, body) VALUES ($1, $2, $3, $4, $5)`, [
-    body.tenant,
-    body.event_type,
-    m.channel,
-    m.recipients,
-    m.content.body,
-  ]);
+  await db.query(
+    `INSERT INTO ${schema}.messages (tenant, event_type, channel, recipients, body) VALUES ($1, $2, $3, $4, $5)`,
+    [body.tenant, body.event_type, m.channel, m.recipients, m.content.body],
+  );
   return m.recipients.length;
 });
 
@@ -30,4 +31,3 @@ serveUntilTold(intake.port, async () => {
   await intake.close();
   await db.end();
 });
-

@@ -9,9 +9,10 @@
  * and feed its group commit; more only queue on the same two cores. The pool is concurrency + 8,
  * as graphile-worker advises "concurrentJobs + 2" or more when tasks use the pool too.
  *
- * PEER_BATCHED=1 turns on what graphile-worker's performance guide advises for high throughput:
- * a local queue (jobs fetched and locked in batches of concurrency + 1) and batched completion
- * (completeJobBatchDelay 0). Without it: the library's defaults, one fetch and one completion per job.
+ * PEER_BATCHED=1 turns on what graphile-worker's performance guide advises for high throughput: a
+ * local queue (jobs fetched and locked in batches of concurrency + 1) and batched completion
+ * (completeJobBatchDelay 0). Without it: the library's defaults, one fetch and one completion per
+ * job.
  *
  * Environment: PEER_DATABASE_URL, PEER_SCHEMA, PEER_CONCURRENCY, PEER_BATCHED.
  */
@@ -23,15 +24,22 @@ import { peerSetting, sendAndRecord, type SendJob } from './outcome.ts';
 const schema = peerSetting('PEER_SCHEMA');
 const concurrency = Number(peerSetting('PEER_CONCURRENCY'));
 const batched = process.env.PEER_BATCHED === '1';
-const db = new pg.Pool({ connectionString: peerSetting('PEER_DATABASE_URL'), max: concurrency + 8, application_name: 'peer-graphile-worker' });
+const db = new pg.Pool({
+  connectionString: peerSetting('PEER_DATABASE_URL'),
+  max: concurrency + 8,
+  application_name: 'peer-graphile-worker',
+});
 // An idle connection dropped by the server is replaced on next use; say so rather than crash.
 db.on('error', (err) => process.stderr.write(`pg pool: ${err.message}\n`));
 // ...and the same for a checked-out client, as graphile-worker asks of a pool it is given.
-db.on('connect', (client) => client.on('error', (err) => process.stderr.write(`pg client: ${err.message}\n`)));
+db.on('connect', (client) =>
+  client.on('error', (err) => process.stderr.write(`pg client: ${err.message}\n`)),
+);
 
 // graphile-worker logs every job at info; keep warnings and errors only, as ENS runs at warn.
 const logger = new Logger(() => (level, message) => {
-  if (level === 'error' || level === 'warning') process.stderr.write(`[graphile-worker ${level}] ${message}\n`);
+  if (level === 'error' || level === 'warning')
+    process.stderr.write(`[graphile-worker ${level}] ${message}\n`);
 });
 
 await runMigrations({ pgPool: db, logger });
@@ -47,7 +55,9 @@ const runner = await run({
   concurrency,
   noHandleSignals: true,
   taskList: { send },
-  ...(batched ? { preset: { worker: { localQueue: { size: concurrency + 1 }, completeJobBatchDelay: 0 } } } : {}),
+  ...(batched
+    ? { preset: { worker: { localQueue: { size: concurrency + 1 }, completeJobBatchDelay: 0 } } }
+    : {}),
 });
 
 const intake = await startIntake(async (body) => {

@@ -6,12 +6,18 @@
  */
 import Fastify from 'fastify';
 
-/** What the bench's handoffBody() produces: tenant, event_type, one or more messages of recipients. */
+/**
+ * What the bench's handoffBody() produces: tenant, event_type, one or more messages of recipients.
+ */
 export interface MessagesBody {
   tenant: string;
   event_type: string;
   reference?: string;
-  messages: { channel: 'sms' | 'email' | 'push' | 'whatsapp'; recipients: string[]; content: { kind: 'rendered'; body: string } }[];
+  messages: {
+    channel: 'sms' | 'email' | 'push' | 'whatsapp';
+    recipients: string[];
+    content: { kind: 'rendered'; body: string };
+  }[];
 }
 
 const bodySchema = {
@@ -33,12 +39,20 @@ const bodySchema = {
         additionalProperties: false,
         properties: {
           channel: { enum: ['sms', 'email', 'push', 'whatsapp'] },
-          recipients: { type: 'array', minItems: 1, maxItems: 10_000, items: { type: 'string', minLength: 3, maxLength: 320 } },
+          recipients: {
+            type: 'array',
+            minItems: 1,
+            maxItems: 10_000,
+            items: { type: 'string', minLength: 3, maxLength: 320 },
+          },
           content: {
             type: 'object',
             required: ['kind', 'body'],
             additionalProperties: false,
-            properties: { kind: { const: 'rendered' }, body: { type: 'string', minLength: 1, maxLength: 4096 } },
+            properties: {
+              kind: { const: 'rendered' },
+              body: { type: 'string', minLength: 1, maxLength: 4096 },
+            },
           },
         },
       },
@@ -47,12 +61,19 @@ const bodySchema = {
 } as const;
 
 /** Starts the server on an ephemeral port; `accept` does the peer's durable part before the 202. */
-export async function startIntake(accept: (body: MessagesBody) => Promise<number>): Promise<{ port: number; close(): Promise<void> }> {
+export async function startIntake(
+  accept: (body: MessagesBody) => Promise<number>,
+): Promise<{ port: number; close(): Promise<void> }> {
   // No request logging: ENS runs at ENS_LOG_LEVEL=warn in the bench, which logs no request either.
   const app = Fastify({ logger: false, bodyLimit: 4 * 1024 * 1024 });
   app.post<{ Body: MessagesBody }>(
     '/messages',
-    { schema: { body: bodySchema, response: { 202: { type: 'object', properties: { accepted: { type: 'integer' } } } } } },
+    {
+      schema: {
+        body: bodySchema,
+        response: { 202: { type: 'object', properties: { accepted: { type: 'integer' } } } },
+      },
+    },
     async (req, reply) => {
       const accepted = await accept(req.body);
       return reply.code(202).send({ accepted });
@@ -63,8 +84,17 @@ export async function startIntake(accept: (body: MessagesBody) => Promise<number
 }
 
 /** The recipients of a body, one job each, with what a sender needs. */
-export function jobsOf(body: MessagesBody): { run: string; channel: string; recipient: string; text: string }[] {
-  return body.messages.flatMap((m) => m.recipients.map((recipient) => ({ run: body.event_type, channel: m.channel, recipient, text: m.content.body })));
+export function jobsOf(
+  body: MessagesBody,
+): { run: string; channel: string; recipient: string; text: string }[] {
+  return body.messages.flatMap((m) =>
+    m.recipients.map((recipient) => ({
+      run: body.event_type,
+      channel: m.channel,
+      recipient,
+      text: m.content.body,
+    })),
+  );
 }
 
 /**

@@ -11,10 +11,19 @@ import type { AcceptSettings } from '../accept.ts';
  * waitNoPending does for ENS), so the figures compare like for like.
  */
 
-async function postMessages(pool: ReturnType<typeof ensPool>['pool'], body: string): Promise<number> {
-  const res = await pool.request({ method: 'POST', path: '/messages', headers: { 'content-type': 'application/json' }, body });
+async function postMessages(
+  pool: ReturnType<typeof ensPool>['pool'],
+  body: string,
+): Promise<number> {
+  const res = await pool.request({
+    method: 'POST',
+    path: '/messages',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
   const text = await res.body.text();
-  if (res.statusCode !== 202) throw new Error(`peer POST /messages answered ${res.statusCode}: ${text.slice(0, 300)}`);
+  if (res.statusCode !== 202)
+    throw new Error(`peer POST /messages answered ${res.statusCode}: ${text.slice(0, 300)}`);
   return res.statusCode;
 }
 
@@ -27,7 +36,12 @@ export async function peerAccept(baseUrl: string, s: AcceptSettings): Promise<Lo
       ...s,
       isOk: (o) => o === '202',
       op: async () => {
-        const res = await p.pool.request({ method: 'POST', path: '/messages', headers: { 'content-type': 'application/json' }, body: handoffBody([phone(i++ % 7000)]) });
+        const res = await p.pool.request({
+          method: 'POST',
+          path: '/messages',
+          headers: { 'content-type': 'application/json' },
+          body: handoffBody([phone(i++ % 7000)]),
+        });
         await res.body.text();
         return res.statusCode.toString();
       },
@@ -47,17 +61,30 @@ export interface PeerPipelineResult {
   acceptMs: number;
 }
 
-/** Polls `schema`.outcomes every 20 ms until `n` rows of this run are there; the wall time it saw them. */
-async function waitOutcomes(db: pg.Pool, schema: string, run: string, n: number, timeoutMs = 300_000): Promise<number> {
+/**
+ * Polls `schema`.outcomes every 20 ms until `n` rows of this run are there; the wall time it saw
+ * them.
+ */
+async function waitOutcomes(
+  db: pg.Pool,
+  schema: string,
+  run: string,
+  n: number,
+  timeoutMs = 300_000,
+): Promise<number> {
   const t0 = Date.now();
   let lastLog = t0;
   for (;;) {
     checkAborted();
-    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.outcomes WHERE run = $1`, [run]);
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${schema}.outcomes WHERE run = $1`,
+      [run],
+    );
     const now = wallMs();
     const seen = rows[0]!.n;
     if (seen >= n) return now;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${schema}: ${seen} of ${n} outcomes recorded after ${timeoutMs / 1000} s`);
+    if (Date.now() - t0 > timeoutMs)
+      throw new Error(`${schema}: ${seen} of ${n} outcomes recorded after ${timeoutMs / 1000} s`);
     if (Date.now() - lastLog > 3000) {
       lastLog = Date.now();
       progress(`${schema}: ${seen} of ${n} outcomes recorded`);
@@ -70,11 +97,20 @@ let runSeq = 0;
 
 /**
  * `handoffs` POSTs of `perHandoff` recipients each, 8 at a time (the shape of ENS's pipeline phase;
- * handoffs = 1 is the fan-out's single 10,000-recipient request). Rate = N / (first POST → all outcomes).
+ * handoffs = 1 is the fan-out's single 10,000-recipient request). Rate = N / (first POST → all
+ * outcomes).
  */
-export async function peerPipeline(baseUrl: string, db: pg.Pool, schema: string, handoffs: number, perHandoff: number): Promise<PeerPipelineResult> {
+export async function peerPipeline(
+  baseUrl: string,
+  db: pg.Pool,
+  schema: string,
+  handoffs: number,
+  perHandoff: number,
+): Promise<PeerPipelineResult> {
   const run = `${schema}-${++runSeq}`;
-  const bodies = Array.from({ length: handoffs }, (_, i) => handoffBody(phones(perHandoff, i * perHandoff), { eventType: run }));
+  const bodies = Array.from({ length: handoffs }, (_, i) =>
+    handoffBody(phones(perHandoff, i * perHandoff), { eventType: run }),
+  );
   const p = ensPool(baseUrl, Math.min(8, handoffs));
   try {
     const t0 = wallMs();

@@ -22,7 +22,12 @@ export function sendNoop(_job: SendJob): { providerMessageId: string } {
  * Sends and records one job. The primary key on job_id with DO NOTHING makes a retried job
  * (the queue redelivers after a crash between INSERT and its own completion) record once.
  */
-export async function sendAndRecord(db: pg.Pool | pg.PoolClient, schema: string, jobId: string, job: SendJob): Promise<void> {
+export async function sendAndRecord(
+  db: pg.Pool | pg.PoolClient,
+  schema: string,
+  jobId: string,
+  job: SendJob,
+): Promise<void> {
   const { providerMessageId } = sendNoop(job);
   await db.query(
     `INSERT INTO ${schema}.outcomes (job_id, run, channel, recipient, status, provider_message_id) VALUES ($1, $2, $3, $4, 'sent', $5)

@@ -9,9 +9,17 @@ export interface RedisInfo {
   maxmemoryPolicy?: string;
 }
 
-/** Redis at `url`, or why not: the BullMQ peer is skipped (with a row saying so) when it is unreachable. */
+/**
+ * Redis at `url`, or why not: the BullMQ peer is skipped (with a row saying so) when it is
+ * unreachable.
+ */
 export async function probeRedis(url: string): Promise<RedisInfo | { error: string }> {
-  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2_000, retryStrategy: () => null });
+  const r = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 2_000,
+    retryStrategy: () => null,
+  });
   r.on('error', () => {});
   try {
     await r.connect();
@@ -19,9 +27,17 @@ export async function probeRedis(url: string): Promise<RedisInfo | { error: stri
     const info = await r.info('server');
     const version = /redis_version:(\S+)/.exec(info)?.[1] ?? '?';
     const pid = Number(/process_id:(\d+)/.exec(info)?.[1]);
-    const local = Number.isInteger(pid) && (await readFile(`/proc/${pid}/comm`, 'utf8').then((c) => c.includes('redis'), () => false));
+    const local =
+      Number.isInteger(pid) &&
+      (await readFile(`/proc/${pid}/comm`, 'utf8').then(
+        (c) => c.includes('redis'),
+        () => false,
+      ));
     // BullMQ needs noeviction; the note shows what this Redis has.
-    const policy = await r.config('GET', 'maxmemory-policy').then((v) => (v as string[])[1], () => undefined);
+    const policy = await r.config('GET', 'maxmemory-policy').then(
+      (v) => (v as string[])[1],
+      () => undefined,
+    );
     return { version, ...(local ? { pid } : {}), ...(policy ? { maxmemoryPolicy: policy } : {}) };
   } catch (err) {
     return { error: (err as Error).message };

@@ -22,8 +22,14 @@ export async function createPeersDatabase(databaseUrl: string): Promise<string> 
   return url.toString();
 }
 
-/** Drops and recreates a peer's schema with the table it writes (and graphile-worker's own schema). */
-export async function resetPeerSchema(db: pg.Pool, schema: string, table: 'messages' | 'outcomes'): Promise<void> {
+/**
+ * Drops and recreates a peer's schema with the table it writes (and graphile-worker's own schema).
+ */
+export async function resetPeerSchema(
+  db: pg.Pool,
+  schema: string,
+  table: 'messages' | 'outcomes',
+): Promise<void> {
   await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   await db.query('DROP SCHEMA IF EXISTS graphile_worker CASCADE');
   await db.query(`CREATE SCHEMA ${schema}`);

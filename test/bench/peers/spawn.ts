@@ -21,8 +21,16 @@ export interface PeerChild {
  * Starts a peer as its own Node process (like ENS's child, so diagnostics.ts can split the CPU by
  * process) and waits for it to report its port over IPC.
  */
-export async function startPeer(kind: PeerKind, name: string, env: Record<string, string>): Promise<PeerChild> {
-  const child: ChildProcess = await spawnNode(['--import=tsx', path.join(HERE, `${kind}.ts`)], env, 'ipc');
+export async function startPeer(
+  kind: PeerKind,
+  name: string,
+  env: Record<string, string>,
+): Promise<PeerChild> {
+  const child: ChildProcess = await spawnNode(
+    ['--import=tsx', path.join(HERE, `${kind}.ts`)],
+    env,
+    'ipc',
+  );
   const tail: string[] = [];
   child.stderr!.on('data', (d: Buffer) => {
     const text = d.toString();
@@ -41,7 +49,10 @@ export async function startPeer(kind: PeerKind, name: string, env: Record<string
     clearTimeout(t);
   });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`peer ${name} not ready after 60 s:\n${tail.join('')}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`peer ${name} not ready after 60 s:\n${tail.join('')}`)),
+      60_000,
+    );
     child.on('message', (m: { type: string; port: number }) => {
       if (m.type !== 'ready') return;
       clearTimeout(timer);

@@ -1,15 +1,39 @@
 import cluster from 'node:cluster';
-import { ConfigError, createLogger, MASTER_KEY_MISMATCH, migrate, openRuntime, poolSizes, serveClusterMetrics, type Config, type Runtime } from '@ens/core';
+import {
+  ConfigError,
+  createLogger,
+  MASTER_KEY_MISMATCH,
+  migrate,
+  openRuntime,
+  poolSizes,
+  serveClusterMetrics,
+  type Config,
+  type Runtime,
+} from '@ens/core';
 import type { Logger } from 'pino';
 import { serveClusterRateLimits } from '@ens/service-api';
 import { resolveEngines, type Engines } from '../engines.ts';
 import { removeEnginesFile, writeEnginesFile } from '../engines-file.ts';
 import { registerServe, unregisterServe } from '../serve-registry.ts';
+import { urlForListener } from '../server-url.ts';
 import { isOperatorError } from '@ens/plugin-sdk';
-import { isDatabaseUnavailable, isNatsUnavailable, startTracing, TRACING_OFF } from '@ens/core/internal';
-import { ChildFailedAtStart, CHILD_READY, superviseChildren, type Supervisor } from '../process-supervisor.ts';
+import {
+  isDatabaseUnavailable,
+  isNatsUnavailable,
+  startTracing,
+  TRACING_OFF,
+} from '@ens/core/internal';
+import {
+  ChildFailedAtStart,
+  CHILD_READY,
+  superviseChildren,
+  type Supervisor,
+} from '../process-supervisor.ts';
 import { startRoles, type Role } from '../roles.ts';
 import { StoppedWaiting, untilReachable, type UntilReachableOptions } from '../until-reachable.ts';
+
+/** A second signal sooner than this after the first is the same Ctrl-C, passed on by npm. */
+const SIGNAL_ECHO_MS = 1000;
 
 /**
  * `ens serve`: starts engines when none are configured, applies migrations, runs the chosen roles,
@@ -26,7 +50,11 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
   const logger = createLogger(config);
   // A supervisor runs no role, so records no span: only the processes that run roles export.
   const tracing = count === 1 ? await startTracing(config.tracing, logger) : TRACING_OFF;
-  const engines = await resolveEngines(config, { needNats: true, start: true, log: (line) => logger.debug({ engine: line }, 'engine') });
+  const engines = await resolveEngines(config, {
+    needNats: true,
+    start: true,
+    log: (line) => logger.debug({ engine: line }, 'engine'),
+  });
   let rt: Runtime | undefined;
   let supervisor: Supervisor | undefined;
   let stopWork: () => Promise<void> = async () => {};
@@ -34,13 +62,18 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
   // A signal while the roles are starting waits for the start to finish, then stops what started
   // (stopping earlier would leave roles that finish starting running on closed pools).
   let startup: Promise<unknown> = Promise.resolve();
+  let firstSignalAt = 0;
   const shutdown = (signal: string) => {
     if (stopping) {
+      // Ctrl-C in a terminal reaches `npm start` and this process together, and npm passes its
+      // copy on: that echo, milliseconds later, is the same request, not an operator's second one.
+      if (Date.now() - firstSignalAt < SIGNAL_ECHO_MS) return;
       logger.warn('second signal: exiting now');
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
       process.exit(130);
     }
     stopping = true;
+    firstSignalAt = Date.now();
     logger.info({ signal }, 'stopping');
     void (async () => {
       // The supervisor's children are stopped at once, ready or not.
@@ -59,23 +92,53 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 
   const wait = waitOptions(logger, () => stopping);
+  // Once the API listens, the note says where, for `ens token` in another shell.
+  const noteUrl = (url: string) =>
+    registerServe({ pid: process.pid, dataDir: config.dataDir, ownEngines: engines.owned, url });
   const start = async (): Promise<void> => {
     try {
-      rt = await untilReachable('start', () => openRuntime(config, urlsOf(engines), logger, { processes: count }), wait);
+      rt = await untilReachable(
+        'start',
+        () => openRuntime(config, urlsOf(engines), logger, { processes: count }),
+        wait,
+      );
       const open = rt;
-      if (engines.owned) await writeEnginesFile(config.dataDir, { pid: process.pid, databaseUrl: engines.databaseUrl, natsUrl: engines.natsUrl! });
+      if (engines.owned)
+        await writeEnginesFile(config.dataDir, {
+          pid: process.pid,
+          databaseUrl: engines.databaseUrl,
+          natsUrl: engines.natsUrl!,
+        });
       await registerServe({ pid: process.pid, dataDir: config.dataDir, ownEngines: engines.owned });
       const applied = await untilReachable('migrate', () => migrate(open.db), wait);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-      if (!(await untilReachable('master key check', () => open.clients.masterKeyOpensStoredSecrets(), wait))) {
+      if (
+        !(await untilReachable(
+          'master key check',
+          () => open.clients.masterKeyOpensStoredSecrets(),
+          wait,
+        ))
+      ) {
         logger.fatal(MASTER_KEY_MISMATCH);
         throw new ConfigError(MASTER_KEY_MISMATCH);
       }
       const shown = config.host.includes(':') ? `[${config.host}]` : config.host;
       const listening = `ENS listening on http://${shown}:${config.port} (API docs at /docs)`;
       if (count === 1) {
-        const running = await untilReachable('roles', () => startRoles(open, roles, { port: config.port, host: config.host, healthPort: config.healthPort }), wait);
+        const running = await untilReachable(
+          'roles',
+          () =>
+            startRoles(open, roles, {
+              port: config.port,
+              host: config.host,
+              healthPort: config.healthPort,
+            }),
+          wait,
+        );
         stopWork = running.stop;
+        const address = running.api?.server.address();
+        if (address && typeof address === 'object')
+          await noteUrl(urlForListener(config.host, address.port));
         logger.info({ roles }, running.api ? listening : 'ENS running');
         return;
       }
@@ -89,14 +152,26 @@ export async function serve(config: Config, roles: Role[]): Promise<void> {
         {
           count,
           roles: (i) => (i === 0 ? roles : roles.filter((r) => r !== 'feed')),
-          env: { DATABASE_URL: engines.databaseUrl, NATS_URL: engines.natsUrl!, ENS_PROCESSES: String(count) },
+          env: {
+            DATABASE_URL: engines.databaseUrl,
+            NATS_URL: engines.natsUrl!,
+            ENS_PROCESSES: String(count),
+          },
         },
         logger,
       );
       supervisor = sup;
       stopWork = () => sup.stop();
       await sup.ready;
-      logger.info({ roles, processes: count, pids: sup.pids() }, roles.includes('api') ? `${listening}, ${count} processes` : `ENS running, ${count} processes`);
+      // With PORT=0 each child would have its own port: there is no one URL to note.
+      if (roles.includes('api') && config.port !== 0)
+        await noteUrl(urlForListener(config.host, config.port));
+      logger.info(
+        { roles, processes: count, pids: sup.pids() },
+        roles.includes('api')
+          ? `${listening}, ${count} processes`
+          : `ENS running, ${count} processes`,
+      );
     } catch (e) {
       // A signal during the start: the shutdown under way stops what was started and exits.
       if (e instanceof StoppedWaiting || stopping) return;
@@ -159,9 +234,28 @@ async function serveChild(config: Config, roles: Role[]): Promise<void> {
   const wait = waitOptions(logger, () => stopping);
   const start = async (): Promise<void> => {
     try {
-      rt = await untilReachable('start', () => openRuntime(config, { databaseUrl: config.databaseUrl!, natsUrl: config.natsUrl! }, logger, { processes: config.processes }), wait);
+      rt = await untilReachable(
+        'start',
+        () =>
+          openRuntime(
+            config,
+            { databaseUrl: config.databaseUrl!, natsUrl: config.natsUrl! },
+            logger,
+            { processes: config.processes },
+          ),
+        wait,
+      );
       const open = rt;
-      const running = await untilReachable('roles', () => startRoles(open, roles, { port: config.port, host: config.host, healthPort: config.healthPort }), wait);
+      const running = await untilReachable(
+        'roles',
+        () =>
+          startRoles(open, roles, {
+            port: config.port,
+            host: config.host,
+            healthPort: config.healthPort,
+          }),
+        wait,
+      );
       stopRoles = running.stop;
       if (!stopping) process.send?.({ type: CHILD_READY });
     } catch (e) {
@@ -180,7 +274,8 @@ function urlsOf(engines: Engines): { databaseUrl: string; natsUrl: string } {
 }
 
 function waitOptions(logger: Logger, stopping: () => boolean): UntilReachableOptions {
-  const isTransient = (e: unknown) => !isOperatorError(e) && (isDatabaseUnavailable(e) || isNatsUnavailable(e));
+  const isTransient = (e: unknown) =>
+    !isOperatorError(e) && (isDatabaseUnavailable(e) || isNatsUnavailable(e));
   return { logger, isTransient, stopping };
 }
 
@@ -193,7 +288,8 @@ async function enoughConnections(rt: Runtime, processes: number): Promise<void> 
   // Pools, plus a few listeners and short-lived connections per process.
   const needed = processes * (per.db + per.leases + per.keyed + 3);
   const r = await rt.db.query<{ max: string; used: string }>(
-    "SELECT current_setting('max_connections') AS max, (SELECT count(*) FROM pg_stat_activity)::text AS used",
+    "SELECT current_setting('max_connections') AS max, (SELECT count(*) FROM " +
+      'pg_stat_activity)::text AS used',
   );
   const max = Number(r.rows[0]!.max);
   const free = max - Number(r.rows[0]!.used);

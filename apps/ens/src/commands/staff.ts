@@ -11,7 +11,10 @@ const EMAIL = /^[^\s@]+@[^\s@]+$/;
  * and where their rights come from. Grants and revokes are written to the console's audit log
  * with actor "cli".
  */
-export async function staffCommand(config: Config, a: { sub: string | undefined; email: string | undefined }): Promise<void> {
+export async function staffCommand(
+  config: Config,
+  a: { sub: string | undefined; email: string | undefined },
+): Promise<void> {
   const usage = 'usage: ens staff grant EMAIL | ens staff revoke EMAIL | ens staff list';
   if (a.sub === 'list') {
     return withAdminSession(config, async (s) => {
@@ -21,14 +24,20 @@ export async function staffCommand(config: Config, a: { sub: string | undefined;
   }
   if (a.sub !== 'grant' && a.sub !== 'revoke') throw new UsageError(usage);
   const email = a.email?.trim();
-  if (!email || !EMAIL.test(email)) throw new UsageError(`${usage} (an email address, as the identity provider sends it)`);
+  if (!email || !EMAIL.test(email))
+    throw new UsageError(`${usage} (an email address, as the identity provider sends it)`);
   const sub = a.sub;
   return withAdminSession(config, async (s) => {
     const store = new StaffStore(s.db);
     const audit = new AuditLog(s.db);
     if (sub === 'grant') {
       const r = await store.grant(email, 'cli');
-      await audit.write({ actor: 'cli', action: 'staff.grant', target: r.email, detail: { staff_updated: r.staff_updated, pending: r.pending } });
+      await audit.write({
+        actor: 'cli',
+        action: 'staff.grant',
+        target: r.email,
+        detail: { staff_updated: r.staff_updated, pending: r.pending },
+      });
       print({
         email: r.email,
         granted: true,
@@ -41,8 +50,17 @@ export async function staffCommand(config: Config, a: { sub: string | undefined;
       return;
     }
     const r = await store.revoke(email);
-    await audit.write({ actor: 'cli', action: 'staff.revoke', target: r.email, detail: { staff_updated: r.staff_updated, pending_removed: r.pending_removed } });
-    const remaining = config.ops ? r.staff.map((st) => ({ subject: st.subject, rights_from: superuserSources(st, config.ops!) })).filter((x) => x.rights_from.length > 0) : [];
+    await audit.write({
+      actor: 'cli',
+      action: 'staff.revoke',
+      target: r.email,
+      detail: { staff_updated: r.staff_updated, pending_removed: r.pending_removed },
+    });
+    const remaining = config.ops
+      ? r.staff
+          .map((st) => ({ subject: st.subject, rights_from: superuserSources(st, config.ops!) }))
+          .filter((x) => x.rights_from.length > 0)
+      : [];
     const byEmailInConfig = config.ops?.superusers.includes(r.email) ?? false;
     const stillSuperuser = remaining.length > 0 || byEmailInConfig;
     print({
@@ -53,8 +71,10 @@ export async function staffCommand(config: Config, a: { sub: string | undefined;
       still_superuser: stillSuperuser,
       ...(remaining.length > 0 ? { remaining_rights: remaining } : {}),
       note: stillSuperuser
-        ? 'The grant is cleared, but this person is still a superuser through configuration (ENS_OPS_SUPERUSERS or ENS_OPS_SUPERUSER_GROUP); change that to take the rights away.'
-        : 'The grant is cleared. Rights from configuration (ENS_OPS_SUPERUSERS, ENS_OPS_SUPERUSER_GROUP) are not changed by this command; this person has none.',
+        ? 'The grant is cleared, but this person is still a superuser through configuration ' +
+          '(ENS_OPS_SUPERUSERS or ENS_OPS_SUPERUSER_GROUP); change that to take the rights away.'
+        : 'The grant is cleared. Rights from configuration (ENS_OPS_SUPERUSERS, ' +
+          'ENS_OPS_SUPERUSER_GROUP) are not changed by this command; this person has none.',
     });
   });
 }

@@ -1,4 +1,11 @@
-import { CHANNELS, normaliseAddress, SUPPRESSION_REASONS, type Channel, type SuppressionInput, type SuppressionReasonT } from '@ens/core';
+import {
+  CHANNELS,
+  normaliseAddress,
+  SUPPRESSION_REASONS,
+  type Channel,
+  type SuppressionInput,
+  type SuppressionReasonT,
+} from '@ens/core';
 
 /*
  * How `ens suppressions import` reads a row of a CSV file: ENS's own export (channel, address,
@@ -14,21 +21,50 @@ type Field = 'channel' | 'address' | 'reason' | 'scope' | 'detail' | 'expires_at
 
 const COLUMNS: Record<string, Field> = {
   channel: 'channel',
-  address: 'address', email: 'address', emailaddress: 'address', recipient: 'address', phone: 'address', phonenumber: 'address',
-  reason: 'reason', suppressionreason: 'reason',
-  scope: 'scope', eventtype: 'scope',
-  detail: 'detail', details: 'detail', description: 'detail', error: 'detail', diagnosticcode: 'detail',
+  address: 'address',
+  email: 'address',
+  emailaddress: 'address',
+  recipient: 'address',
+  phone: 'address',
+  phonenumber: 'address',
+  reason: 'reason',
+  suppressionreason: 'reason',
+  scope: 'scope',
+  eventtype: 'scope',
+  detail: 'detail',
+  details: 'detail',
+  description: 'detail',
+  error: 'detail',
+  diagnosticcode: 'detail',
   expiresat: 'expires_at',
 };
 
 /** Reason words of other providers' exports, and ENS's own, as ENS's reasons. */
 const REASONS: Record<string, SuppressionReasonT> = {
-  hardbounce: 'hard_bounce', bounce: 'hard_bounce', bounced: 'hard_bounce', bounces: 'hard_bounce',
+  hardbounce: 'hard_bounce',
+  bounce: 'hard_bounce',
+  bounced: 'hard_bounce',
+  bounces: 'hard_bounce',
   softbounce: 'soft_bounce',
-  complaint: 'complaint', complaints: 'complaint', spamcomplaint: 'complaint', spam: 'complaint', spamreport: 'complaint', spamreports: 'complaint', abuse: 'complaint',
-  optout: 'opt_out', unsubscribe: 'opt_out', unsubscribed: 'opt_out', unsubscribes: 'opt_out', groupunsubscribe: 'opt_out', stop: 'opt_out',
-  invalidrecipient: 'invalid_recipient', invalid: 'invalid_recipient', invalidemail: 'invalid_recipient', invalidemails: 'invalid_recipient',
-  manual: 'manual', manualsuppression: 'manual',
+  complaint: 'complaint',
+  complaints: 'complaint',
+  spamcomplaint: 'complaint',
+  spam: 'complaint',
+  spamreport: 'complaint',
+  spamreports: 'complaint',
+  abuse: 'complaint',
+  optout: 'opt_out',
+  unsubscribe: 'opt_out',
+  unsubscribed: 'opt_out',
+  unsubscribes: 'opt_out',
+  groupunsubscribe: 'opt_out',
+  stop: 'opt_out',
+  invalidrecipient: 'invalid_recipient',
+  invalid: 'invalid_recipient',
+  invalidemail: 'invalid_recipient',
+  invalidemails: 'invalid_recipient',
+  manual: 'manual',
+  manualsuppression: 'manual',
 };
 
 const key = (s: string): string => s.toLowerCase().replace(/[\s_-]+/g, '');
@@ -48,7 +84,9 @@ export function readHeader(cells: readonly string[]): Header | { error: string }
     if (f !== undefined && h[f] === undefined) h[f] = i;
   });
   if (h.address === undefined) {
-    return { error: `the header (${cells.slice(0, 8).join(',')}) has no address column: name one address, email, email_address, recipient or phone (then channel, reason, scope, detail)` };
+    return {
+      error: `the header (${cells.slice(0, 8).join(',')}) has no address column: name one address, email, email_address, recipient or phone (then channel, reason, scope, detail)`,
+    };
   }
   return h;
 }
@@ -56,7 +94,10 @@ export function readHeader(cells: readonly string[]): Header | { error: string }
 export interface RowDefaults {
   /** --channel: rows without a channel cell; without it, an address with @ is email. */
   channel?: Channel;
-  /** --reason: rows without a reason, and rows whose reason is a text ENS does not know (kept as their detail). */
+  /**
+   * --reason: rows without a reason, and rows whose reason is a text ENS does not know (kept as
+   * their detail).
+   */
   reason?: SuppressionReasonT;
   tenant: string;
 }
@@ -64,14 +105,19 @@ export interface RowDefaults {
 const SCOPE = /^[^\s]{1,200}$/;
 
 /** One row as the store's input, or why it is not one (reported with its line number). */
-export function readRow(h: Header, cells: readonly string[], d: RowDefaults): SuppressionInput | { error: string } {
+export function readRow(
+  h: Header,
+  cells: readonly string[],
+  d: RowDefaults,
+): SuppressionInput | { error: string } {
   const cell = (f: Field): string => (h[f] === undefined ? '' : (cells[h[f]!] ?? '').trim());
   const address = cell('address');
   if (address === '') return { error: 'no address' };
   const channelCell = cell('channel').toLowerCase();
   let channel: Channel;
   if (channelCell !== '') {
-    if (!(CHANNELS as readonly string[]).includes(channelCell)) return { error: `"${channelCell.slice(0, 40)}" is not a channel (${CHANNELS.join(', ')})` };
+    if (!(CHANNELS as readonly string[]).includes(channelCell))
+      return { error: `"${channelCell.slice(0, 40)}" is not a channel (${CHANNELS.join(', ')})` };
     channel = channelCell as Channel;
   } else if (d.channel) {
     channel = d.channel;
@@ -80,7 +126,10 @@ export function readRow(h: Header, cells: readonly string[], d: RowDefaults): Su
   } else {
     return { error: 'no channel: add a channel column or pass --channel' };
   }
-  if (normaliseAddress(channel, address) === null) return { error: `"${address.slice(0, 100)}" is not ${channel === 'email' ? 'an' : 'a'} ${channel} address` };
+  if (normaliseAddress(channel, address) === null)
+    return {
+      error: `"${address.slice(0, 100)}" is not ${channel === 'email' ? 'an' : 'a'} ${channel} address`,
+    };
   let detail = cell('detail');
   const reasonCell = cell('reason');
   let reason: SuppressionReasonT;
@@ -95,15 +144,28 @@ export function readRow(h: Header, cells: readonly string[], d: RowDefaults): Su
       reason = d.reason;
       detail ||= reasonCell;
     } else {
-      return { error: `"${reasonCell.slice(0, 60)}" is not a reason ENS knows (${SUPPRESSION_REASONS.join(', ')}); pass --reason to use one for such rows` };
+      return {
+        error: `"${reasonCell.slice(0, 60)}" is not a reason ENS knows (${SUPPRESSION_REASONS.join(', ')}); pass --reason to use one for such rows`,
+      };
     }
   }
   const scope = cell('scope') || '*';
-  if (!SCOPE.test(scope)) return { error: `scope "${scope.slice(0, 40)}" is not * or an event type (no spaces, at most 200 characters)` };
+  if (!SCOPE.test(scope))
+    return {
+      error: `scope "${scope.slice(0, 40)}" is not * or an event type (no spaces, at most 200 characters)`,
+    };
   const expires = cell('expires_at');
-  if (expires !== '' && Number.isNaN(Date.parse(expires))) return { error: `expires_at "${expires.slice(0, 40)}" is not a date-time` };
+  if (expires !== '' && Number.isNaN(Date.parse(expires)))
+    return { error: `expires_at "${expires.slice(0, 40)}" is not a date-time` };
   return {
-    tenant: d.tenant, channel, address, scope, reason, source: 'import', createdBy: 'cli',
-    detail: detail === '' ? null : detail, expiresAt: expires === '' ? null : new Date(expires).toISOString(),
+    tenant: d.tenant,
+    channel,
+    address,
+    scope,
+    reason,
+    source: 'import',
+    createdBy: 'cli',
+    detail: detail === '' ? null : detail,
+    expiresAt: expires === '' ? null : new Date(expires).toISOString(),
   };
 }

@@ -54,7 +54,11 @@ export function signDeliveryToken(key: Buffer, purpose: TokenPurpose, deliveryId
 }
 
 /** The delivery id a token names, or null for anything this key did not sign for this purpose. */
-export function readDeliveryToken(key: Buffer, purpose: TokenPurpose, token: string): string | null {
+export function readDeliveryToken(
+  key: Buffer,
+  purpose: TokenPurpose,
+  token: string,
+): string | null {
   const t = token.toLowerCase();
   if (!TOKEN.test(t)) return null;
   const raw = fromBase32(t);
@@ -73,7 +77,10 @@ export function returnPathFor(key: Buffer, domain: string, deliveryId: string): 
   return `b${signDeliveryToken(key, 'return-path', deliveryId)}@${domain}`;
 }
 
-/** The delivery a bounce's recipient address names, or null when it is not one ENS signed at `domain`. */
+/**
+ * The delivery a bounce's recipient address names, or null when it is not one ENS signed at
+ * `domain`.
+ */
 export function deliveryOfReturnPath(key: Buffer, domain: string, address: string): string | null {
   const at = address.lastIndexOf('@');
   if (at < 0 || address.slice(at + 1).toLowerCase() !== domain.toLowerCase()) return null;
@@ -87,7 +94,11 @@ export function unsubscribeMailtoFor(key: Buffer, domain: string, deliveryId: st
 }
 
 /** The delivery an unsubscribe mail's recipient address names, or null. */
-export function deliveryOfUnsubscribeMailto(key: Buffer, domain: string, address: string): string | null {
+export function deliveryOfUnsubscribeMailto(
+  key: Buffer,
+  domain: string,
+  address: string,
+): string | null {
   const at = address.lastIndexOf('@');
   if (at < 0 || address.slice(at + 1).toLowerCase() !== domain.toLowerCase()) return null;
   const local = address.slice(0, at).toLowerCase();

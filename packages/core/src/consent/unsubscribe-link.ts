@@ -1,4 +1,5 @@
 import type { Db } from '../db/pool.ts';
+import { deliveryCreatedAfter } from '../store/read-models/delivery-presence.ts';
 import { readDeliveryToken } from './delivery-token.ts';
 
 /**
@@ -8,9 +9,14 @@ import { readDeliveryToken } from './delivery-token.ts';
  * caller answering "not found" tells a forged, malformed, expired or retention-removed link apart
  * from none of the others. A forged or malformed token is refused before any query.
  */
-export async function liveUnsubscribeDelivery(db: Db, key: Buffer, token: string, ttlMs: number, now: Date = new Date()): Promise<string | null> {
+export async function liveUnsubscribeDelivery(
+  db: Db,
+  key: Buffer,
+  token: string,
+  ttlMs: number,
+  now: Date = new Date(),
+): Promise<string | null> {
   const id = readDeliveryToken(key, 'unsubscribe', token);
   if (id === null) return null;
-  const { rows } = await db.query('SELECT 1 FROM deliveries WHERE id = $1 AND created_at > $2', [id, new Date(now.getTime() - ttlMs).toISOString()]);
-  return rows.length > 0 ? id : null;
+  return (await deliveryCreatedAfter(db, id, new Date(now.getTime() - ttlMs))) ? id : null;
 }

@@ -53,10 +53,13 @@ export class Coalescer<I, O> {
   #scheduled = false;
 
   constructor(run: (inputs: I[]) => Promise<O[]>, opts: CoalescerOptions<I>) {
-    if (!Number.isInteger(opts.maxBatch) || opts.maxBatch < 1) throw new RangeError('maxBatch must be a positive integer');
+    if (!Number.isInteger(opts.maxBatch) || opts.maxBatch < 1)
+      throw new RangeError('maxBatch must be a positive integer');
     const maxInFlight = opts.maxInFlight ?? 1;
-    if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new RangeError('maxInFlight must be a positive integer');
-    if (opts.maxWeight !== undefined && !(opts.maxWeight > 0)) throw new RangeError('maxWeight must be positive');
+    if (!Number.isInteger(maxInFlight) || maxInFlight < 1)
+      throw new RangeError('maxInFlight must be a positive integer');
+    if (opts.maxWeight !== undefined && !(opts.maxWeight > 0))
+      throw new RangeError('maxWeight must be positive');
     this.#run = run;
     this.#maxBatch = opts.maxBatch;
     this.#maxInFlight = maxInFlight;
@@ -119,7 +122,9 @@ export class Coalescer<I, O> {
     try {
       outputs = await this.#run(batch.map((w) => w.input));
       if (!Array.isArray(outputs) || outputs.length !== batch.length) {
-        throw new Error(`batch call returned ${Array.isArray(outputs) ? outputs.length : typeof outputs} results for ${batch.length} inputs`);
+        throw new Error(
+          `batch call returned ${Array.isArray(outputs) ? outputs.length : typeof outputs} results for ${batch.length} inputs`,
+        );
       }
     } catch (err) {
       failed = true;

@@ -38,7 +38,8 @@ export async function defineFunctions(c: DbClient, dir: string): Promise<string[
       await c.query(sql);
     } catch (e) {
       // 42P13 invalid_function_definition: what CREATE OR REPLACE cannot change in place.
-      if ((e as { code?: string }).code !== '42P13') throw new Error(`function ${file} failed: ${(e as Error).message}`, { cause: e });
+      if ((e as { code?: string }).code !== '42P13')
+        throw new Error(`function ${file} failed: ${(e as Error).message}`, { cause: e });
       await c.query('ROLLBACK TO SAVEPOINT define_function');
       await drop(c, before.keys());
       await c.query(sql);
@@ -46,9 +47,17 @@ export async function defineFunctions(c: DbClient, dir: string): Promise<string[
     await c.query('RELEASE SAVEPOINT define_function');
     // A row this file wrote has a new version (xmin), whether created or replaced in place.
     const after = await overloads(c, name);
-    const defined = [...after].filter(([sig, version]) => before.get(sig) !== version).map(([sig]) => sig);
-    if (defined.length !== 1) throw new Error(`function ${file} must define exactly one function named ${name}; it defined ${defined.length}`);
-    await drop(c, [...after.keys()].filter((sig) => sig !== defined[0]));
+    const defined = [...after]
+      .filter(([sig, version]) => before.get(sig) !== version)
+      .map(([sig]) => sig);
+    if (defined.length !== 1)
+      throw new Error(
+        `function ${file} must define exactly one function named ${name}; it defined ${defined.length}`,
+      );
+    await drop(
+      c,
+      [...after.keys()].filter((sig) => sig !== defined[0]),
+    );
     names.push(name);
   }
   return names;

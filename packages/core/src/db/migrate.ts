@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineFunctions } from './define-functions.ts';
-import type { Db } from './pool.ts';
+import { withClient, type Db } from './pool.ts';
 
 /**
  * Where the .sql files of `kind` live: next to this module in the source tree; next to the bundle
@@ -25,36 +25,43 @@ export async function migrate(db: Db): Promise<string[]> {
   const dir = sqlDir('migrations');
   const files = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
   const applied: string[] = [];
-  const c = await db.connect();
-  try {
-    await c.query('SELECT pg_advisory_lock(7466001)');
-    await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
-    const done = new Set((await c.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
-    for (const f of files) {
-      if (done.has(f)) continue;
-      const sql = await readFile(path.join(dir, f), 'utf8');
+  await withClient(db, async (c) => {
+    try {
+      await c.query('SELECT pg_advisory_lock(7466001)');
+      await c.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at ' +
+          'timestamptz NOT NULL DEFAULT now())',
+      );
+      const done = new Set(
+        (await c.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map(
+          (r) => r.name,
+        ),
+      );
+      for (const f of files) {
+        if (done.has(f)) continue;
+        const sql = await readFile(path.join(dir, f), 'utf8');
+        await c.query('BEGIN');
+        try {
+          await c.query(sql);
+          await c.query('INSERT INTO schema_migrations (name) VALUES ($1)', [f]);
+          await c.query('COMMIT');
+        } catch (e) {
+          await c.query('ROLLBACK');
+          throw new Error(`migration ${f} failed: ${(e as Error).message}`, { cause: e });
+        }
+        applied.push(f);
+      }
       await c.query('BEGIN');
       try {
-        await c.query(sql);
-        await c.query('INSERT INTO schema_migrations (name) VALUES ($1)', [f]);
+        await defineFunctions(c, sqlDir('functions'));
         await c.query('COMMIT');
       } catch (e) {
         await c.query('ROLLBACK');
-        throw new Error(`migration ${f} failed: ${(e as Error).message}`, { cause: e });
+        throw e;
       }
-      applied.push(f);
+    } finally {
+      await c.query('SELECT pg_advisory_unlock(7466001)').catch(() => {});
     }
-    await c.query('BEGIN');
-    try {
-      await defineFunctions(c, sqlDir('functions'));
-      await c.query('COMMIT');
-    } catch (e) {
-      await c.query('ROLLBACK');
-      throw e;
-    }
-  } finally {
-    await c.query('SELECT pg_advisory_unlock(7466001)').catch(() => {});
-    c.release();
-  }
+  });
   return applied;
 }

@@ -1,4 +1,4 @@
-import type { Db } from './pool.ts';
+import { withClient, type Db } from './pool.ts';
 
 /*
  * The hot statements (claim, finish, feed stamp) join a batch of ids to deliveries and attempts,
@@ -17,7 +17,16 @@ import type { Db } from './pool.ts';
  */
 
 /** The tables the hot path joins on, in the order they are checked. */
-export const GROWING_TABLES = ['deliveries', 'attempts', 'handoffs', 'callbacks', 'callback_attempts', 'delivery_events', 'media_refs', 'idempotency_keys'] as const;
+export const GROWING_TABLES = [
+  'deliveries',
+  'attempts',
+  'handoffs',
+  'callbacks',
+  'callback_attempts',
+  'delivery_events',
+  'media_refs',
+  'idempotency_keys',
+] as const;
 
 /** Tables smaller than this are left alone: any plan is fast on them. */
 const MIN_ROWS = 1_000;
@@ -42,15 +51,25 @@ export async function staleTables(db: Db): Promise<StaleTable[]> {
   );
   return r.rows
     .map((x) => ({ table: x.table, analysedRows: Number(x.analysed), liveRows: Number(x.live) }))
-    .filter((x) => x.liveRows >= MIN_ROWS && (x.analysedRows < 0 || x.liveRows > GROWTH * x.analysedRows))
-    .sort((a, b) => GROWING_TABLES.indexOf(a.table as (typeof GROWING_TABLES)[number]) - GROWING_TABLES.indexOf(b.table as (typeof GROWING_TABLES)[number]));
+    .filter(
+      (x) => x.liveRows >= MIN_ROWS && (x.analysedRows < 0 || x.liveRows > GROWTH * x.analysedRows),
+    )
+    .sort(
+      (a, b) =>
+        GROWING_TABLES.indexOf(a.table as (typeof GROWING_TABLES)[number]) -
+        GROWING_TABLES.indexOf(b.table as (typeof GROWING_TABLES)[number]),
+    );
 }
 
-/** Analyses each stale table; returns the ones it analysed (none when another process holds the turn). */
-export async function refreshStatistics(db: Db): Promise<string[]> {
-  const c = await db.connect();
-  try {
-    const { rows } = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [LOCK]);
+/**
+ * Analyses each stale table; returns the ones it analysed (none when another process holds the
+ * turn).
+ */
+export function refreshStatistics(db: Db): Promise<string[]> {
+  return withClient(db, async (c) => {
+    const { rows } = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [
+      LOCK,
+    ]);
     if (!rows[0]!.ok) return [];
     try {
       const done: string[] = [];
@@ -63,7 +82,5 @@ export async function refreshStatistics(db: Db): Promise<string[]> {
     } finally {
       await c.query('SELECT pg_advisory_unlock($1)', [LOCK]);
     }
-  } finally {
-    c.release();
-  }
+  });
 }

@@ -9,6 +9,7 @@ import type { Runtime } from '../runtime.ts';
 import { purgeIdempotencyKeys } from '../store/accept.ts';
 import type { CallbackStore } from '../store/callbacks.ts';
 import type { DeliveryStore } from '../store/deliveries.ts';
+import type { SessionReaper } from '../store/process-sessions.ts';
 import type { SuppressionStore } from '../store/suppressions.ts';
 import type { Job } from './job.ts';
 
@@ -30,13 +31,22 @@ export const JOB_EVERY_MS = {
   /** The sweeps; what they take is set by ENS_SWEEP_GRACE. */
   'overdue-deliveries': 2_000,
   'overdue-callbacks': 2_000,
+  /**
+   * Finds processes whose heartbeat stopped (ENS_SESSION_TIMEOUT) and retries their work; one
+   * statement on a table of a row per process while none is dead (store/process-sessions.ts).
+   */
+  'dead-sessions': 1_000,
   /** Expired keys are only storage, so a slow purge is enough. */
   'idempotency-key-purge': 600_000,
-  /** The send path already ignores lapsed entries; this only keeps the list from filling with them. */
+  /**
+   * The send path already ignores lapsed entries; this only keeps the list from filling with them.
+   */
   'lapsed-suppression-purge': 600_000,
   'media-collect': 600_000,
   retention: 300_000,
-  /** Often, so a table that grows fast is analysed before its plans go bad (db/table-statistics.ts). */
+  /**
+   * Often, so a table that grows fast is analysed before its plans go bad (db/table-statistics.ts).
+   */
   'table-statistics': 5_000,
   /** The console's alert rules (services/ops); the first pass waits one interval. */
   'alert-evaluation': 30_000,
@@ -51,7 +61,10 @@ const OVERDUE_BATCH = 1000;
  * Re-enqueues pending deliveries whose wake-up was lost: due for longer than `graceMs` and not
  * leased. The store wakes their senders after its commit.
  */
-export function requeueOverdueDeliveries(deps: { deliveries: DeliveryStore; logger: Logger }, graceMs: number): Job {
+export function requeueOverdueDeliveries(
+  deps: { deliveries: DeliveryStore; logger: Logger },
+  graceMs: number,
+): Job {
   return {
     name: 'overdue-deliveries',
     everyMs: JOB_EVERY_MS['overdue-deliveries'],
@@ -82,7 +95,33 @@ export function requeueOverdueCallbacks(deps: { callbacks: CallbackStore }, grac
   };
 }
 
-/** Deletes idempotency keys older than `ttlMs` (ENS_IDEMPOTENCY_TTL); a replay after that is a new handoff. */
+/**
+ * Ends the sessions of processes killed or paused past ENS_SESSION_TIMEOUT, with their claims
+ * (deliveries' and callbacks'), and wakes their work (store/process-sessions.ts). Every worker
+ * process runs it; a deployment always has workers, so callbacks processes need not.
+ */
+export function endDeadSessions(deps: { reaper: SessionReaper; logger: Logger }): Job {
+  return {
+    name: 'dead-sessions',
+    everyMs: JOB_EVERY_MS['dead-sessions'],
+    failureMessage: 'looking for dead processes failed; will try again',
+    oneAtATime: true,
+    async run() {
+      const r = await deps.reaper.pass();
+      if (r)
+        deps.logger.warn(
+          r,
+          'processes declared dead (no heartbeat within ENS_SESSION_TIMEOUT); their work was ' +
+            'retried',
+        );
+    },
+  };
+}
+
+/**
+ * Deletes idempotency keys older than `ttlMs` (ENS_IDEMPOTENCY_TTL); a replay after that is a new
+ * handoff.
+ */
 export function purgeExpiredIdempotencyKeys(deps: { db: Db }, ttlMs: number): Job {
   return {
     name: 'idempotency-key-purge',
@@ -114,7 +153,11 @@ export function purgeLapsedSuppressions(deps: { suppressions: SuppressionStore }
  * written: images of deliveries that have ended, and those of requests that were refused or never
  * committed (media/media-collector.ts).
  */
-export function collectUnusedMedia(deps: { db: Db; media: MediaStore; logger: Logger }, graceMs: number, everyMs: number = JOB_EVERY_MS['media-collect']): Job {
+export function collectUnusedMedia(
+  deps: { db: Db; media: MediaStore; logger: Logger },
+  graceMs: number,
+  everyMs: number = JOB_EVERY_MS['media-collect'],
+): Job {
   return {
     name: 'media-collect',
     everyMs,
@@ -130,7 +173,10 @@ export function collectUnusedMedia(deps: { db: Db; media: MediaStore; logger: Lo
  * one still running does nothing, so a long catch-up never runs twice at once in one process;
  * several processes split the work (a batch skips handoffs another one holds).
  */
-export function removeExpiredRecords(deps: { db: Db; logger: Logger }, opts: RetentionOptions & { everyMs?: number }): Job {
+export function removeExpiredRecords(
+  deps: { db: Db; logger: Logger },
+  opts: RetentionOptions & { everyMs?: number },
+): Job {
   let running = false;
   return {
     name: 'retention',
@@ -162,10 +208,20 @@ export function keepStatisticsFresh(deps: { db: Db; logger: Logger }): Job {
 }
 
 /** The jobs of a worker process: the delivery sweep and the keeping of the record. */
-export function workerJobs(rt: Pick<Runtime, 'config' | 'db' | 'deliveries' | 'suppressions' | 'media' | 'logger'>): Job[] {
+export function workerJobs(
+  rt: Pick<
+    Runtime,
+    'config' | 'db' | 'deliveries' | 'suppressions' | 'media' | 'logger' | 'reaper'
+  >,
+): Job[] {
   return [
-    requeueOverdueDeliveries(rt, rt.config.sweepGraceMs), purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs), collectUnusedMedia(rt, rt.config.mediaGraceMs),
-    removeExpiredRecords(rt, { retentionMs: rt.config.retentionMs }), keepStatisticsFresh(rt), purgeLapsedSuppressions(rt),
+    endDeadSessions(rt),
+    requeueOverdueDeliveries(rt, rt.config.sweepGraceMs),
+    purgeExpiredIdempotencyKeys(rt, rt.config.idempotencyTtlMs),
+    collectUnusedMedia(rt, rt.config.mediaGraceMs),
+    removeExpiredRecords(rt, { retentionMs: rt.config.retentionMs }),
+    keepStatisticsFresh(rt),
+    purgeLapsedSuppressions(rt),
   ];
 }
 

@@ -11,7 +11,9 @@ export interface Job {
   readonly failureMessage: string;
   /** When the first pass starts: at once (the default), or one interval after the start. */
   readonly firstPass?: 'now' | 'after-interval';
-  /** A pass that falls due while the previous one still runs is skipped rather than run beside it. */
+  /**
+   * A pass that falls due while the previous one still runs is skipped rather than run beside it.
+   */
   readonly oneAtATime?: boolean;
   run(): Promise<void>;
 }

@@ -30,7 +30,9 @@ export interface AcceptDraft {
 }
 
 /** What `prepare` adds to the handoff before it is stored, or the stored 202 of a replay. */
-export type Prepared = { replay: string } | { mediaRefs?: AcceptInput['mediaRefs']; traceparent?: string | null };
+export type Prepared =
+  | { replay: string }
+  | { mediaRefs?: AcceptInput['mediaRefs']; traceparent?: string | null };
 
 export interface HandoffToAccept {
   clientId: string;
@@ -40,7 +42,9 @@ export interface HandoffToAccept {
   eventType: string;
   reference: string | null;
   callbackUrl: string | null;
-  /** The deliveries to make, in the 202's order (planDeliveries' plan); the door gives each its id. */
+  /**
+   * The deliveries to make, in the 202's order (planDeliveries' plan); the door gives each its id.
+   */
   planned: readonly PlannedDelivery[];
   /** Messages as stored, by channel: inline image bytes already replaced by storage keys. */
   messages: unknown;
@@ -70,7 +74,11 @@ export type Accepted =
  */
 export async function accept(deps: AcceptDeps, h: HandoffToAccept): Promise<Accepted> {
   const handoffId = newId();
-  const deliveries = h.planned.map((p) => ({ id: newId(), channel: p.channel, recipient: p.recipient }));
+  const deliveries = h.planned.map((p) => ({
+    id: newId(),
+    channel: p.channel,
+    recipient: p.recipient,
+  }));
   const prepared = h.prepare ? await h.prepare({ handoffId, deliveries }) : undefined;
   if (prepared && 'replay' in prepared) return { outcome: 'replay', responseBody: prepared.replay };
   const body: AcceptedHandoff = {
@@ -79,7 +87,12 @@ export async function accept(deps: AcceptDeps, h: HandoffToAccept): Promise<Acce
     event_type: h.eventType,
     reference: h.reference,
     status: 'pending',
-    deliveries: deliveries.map((d) => ({ delivery_id: d.id, channel: d.channel, recipient: d.recipient, status: 'pending' as const })),
+    deliveries: deliveries.map((d) => ({
+      delivery_id: d.id,
+      channel: d.channel,
+      recipient: d.recipient,
+      status: 'pending' as const,
+    })),
   };
   const mediaRefs = prepared?.mediaRefs;
   const traceparent = prepared?.traceparent !== undefined ? prepared.traceparent : h.traceparent;
@@ -101,7 +114,16 @@ export async function accept(deps: AcceptDeps, h: HandoffToAccept): Promise<Acce
   });
   if (result.outcome === 'replay') return result;
   // After the commit: a lost wake-up is re-sent by the sweeper (senders) or the feed's poll.
-  wakeSenders(deps.nc, deliveries.map((d) => ({ ...d, clientId: h.clientId, tenant: h.tenant, eventType: h.eventType })), deps.logger);
+  wakeSenders(
+    deps.nc,
+    deliveries.map((d) => ({
+      ...d,
+      clientId: h.clientId,
+      tenant: h.tenant,
+      eventType: h.eventType,
+    })),
+    deps.logger,
+  );
   wakeFeed(deps.nc);
   return { outcome: 'created', responseBody: result.responseBody, handoffId, deliveries };
 }

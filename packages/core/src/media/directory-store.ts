@@ -2,7 +2,9 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import path from 'node:path';
 import { MEDIA_KEY, mediaKey, type MediaStore, type StoredMedia } from './media-store.ts';
 
-/** A write that a crash interrupted leaves one of these; the collector removes it like an object. */
+/**
+ * A write that a crash interrupted leaves one of these; the collector removes it like an object.
+ */
 const TMP = /^(sha256-[0-9a-f]{64})\.\d+\.\d+\.tmp(\.type)?$/;
 
 /**
@@ -27,7 +29,10 @@ export class DirectoryMediaStore implements MediaStore {
 
   async get(key: string): Promise<{ bytes: Buffer; mediaType: string }> {
     const file = this.file(key);
-    const [bytes, mediaType] = await Promise.all([readFile(file), readFile(`${file}.type`, 'utf8')]);
+    const [bytes, mediaType] = await Promise.all([
+      readFile(file),
+      readFile(`${file}.type`, 'utf8'),
+    ]);
     return { bytes, mediaType };
   }
 
@@ -35,7 +40,8 @@ export class DirectoryMediaStore implements MediaStore {
     for (const shard of await readdir(this.dir).catch(() => [])) {
       if (!/^[0-9a-f]{2}$/.test(shard)) continue;
       for (const name of await readdir(path.join(this.dir, shard)).catch(() => [])) {
-        // A leftover temporary file is listed under the key it was for: removing that key removes it.
+        // A leftover temporary file is listed under the key it was for: removing that key removes
+        // it.
         const key = MEDIA_KEY.test(name) ? name : TMP.exec(name)?.[1];
         if (key === undefined) continue;
         const s = await stat(path.join(this.dir, shard, name)).catch(() => null);
@@ -46,8 +52,14 @@ export class DirectoryMediaStore implements MediaStore {
 
   async delete(key: string): Promise<void> {
     const file = this.file(key);
-    const leftovers = (await readdir(path.dirname(file)).catch(() => [])).filter((n) => TMP.exec(n)?.[1] === key);
-    await Promise.all([file, `${file}.type`, ...leftovers.map((n) => path.join(path.dirname(file), n))].map((f) => rm(f, { force: true })));
+    const leftovers = (await readdir(path.dirname(file)).catch(() => [])).filter(
+      (n) => TMP.exec(n)?.[1] === key,
+    );
+    await Promise.all(
+      [file, `${file}.type`, ...leftovers.map((n) => path.join(path.dirname(file), n))].map((f) =>
+        rm(f, { force: true }),
+      ),
+    );
   }
 
   private file(key: string): string {

@@ -33,7 +33,13 @@ export async function recordMediaPuts(db: Db, keys: readonly string[]): Promise<
  * Removes `key` when nothing may use it: no pending delivery refers to it and it was written longer
  * than `graceMs` ago. Returns whether it was removed.
  */
-export async function collectIfUnused(db: Db, media: MediaStore, key: string, modifiedAt: Date, graceMs: number): Promise<boolean> {
+export async function collectIfUnused(
+  db: Db,
+  media: MediaStore,
+  key: string,
+  modifiedAt: Date,
+  graceMs: number,
+): Promise<boolean> {
   return inTransaction(db, async (c) => {
     // Takes the row lock whether or not the row existed; a missing row gets the store's time.
     const { rows } = await c.query<{ fresh: boolean; used: boolean }>(
@@ -60,7 +66,10 @@ export async function collectIfUnused(db: Db, media: MediaStore, key: string, mo
  * deliveries that have ended, and those of requests that were refused or never committed. Returns
  * how many it removed.
  */
-export async function collectUnusedMediaPass(deps: { db: Db; media: MediaStore; logger: Logger }, graceMs: number): Promise<number> {
+export async function collectUnusedMediaPass(
+  deps: { db: Db; media: MediaStore; logger: Logger },
+  graceMs: number,
+): Promise<number> {
   const cutoff = Date.now() - graceMs;
   let removed = 0;
   for await (const o of deps.media.list()) {

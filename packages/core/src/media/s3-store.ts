@@ -1,4 +1,13 @@
-import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  type ListObjectsV2CommandOutput,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { MEDIA_KEY, mediaKey, type MediaStore, type StoredMedia } from './media-store.ts';
 import { EnsError } from '@ens/plugin-sdk';
 
@@ -11,7 +20,10 @@ export interface S3MediaStoreOptions {
   forcePathStyle?: boolean;
   /** Where under the bucket the objects go, e.g. `ens/media`. */
   prefix?: string;
-  /** Unset: the AWS SDK's default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile, instance role…). */
+  /**
+   * Unset: the AWS SDK's default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile, instance
+   * role…).
+   */
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   /** Per attempt, for connecting and for the whole answer; the SDK retries on top. Default 10 s. */
   timeoutMs?: number;
@@ -58,7 +70,12 @@ interface SdkError {
 }
 
 /** What S3 means by a status when it sends no error body (HEAD requests). */
-const BODILESS_CODES: Record<number, string> = { 301: 'PermanentRedirect', 400: 'BadRequest', 403: 'AccessDenied', 404: 'NotFound' };
+const BODILESS_CODES: Record<number, string> = {
+  301: 'PermanentRedirect',
+  400: 'BadRequest',
+  403: 'AccessDenied',
+  404: 'NotFound',
+};
 
 /**
  * Content-addressed objects in one bucket, laid out like the directory store
@@ -85,7 +102,11 @@ export class S3MediaStore implements MediaStore {
       forcePathStyle: opts.forcePathStyle ?? false,
       ...(opts.credentials === undefined ? {} : { credentials: opts.credentials }),
       // The SDK waits forever by default; a hung endpoint must not hold an accept or a send.
-      requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs, throwOnRequestTimeout: true },
+      requestHandler: {
+        connectionTimeout: timeoutMs,
+        requestTimeout: timeoutMs,
+        throwOnRequestTimeout: true,
+      },
     });
     this.where = opts.endpoint === undefined ? `region ${opts.region}` : opts.endpoint;
   }
@@ -99,7 +120,14 @@ export class S3MediaStore implements MediaStore {
     try {
       // A Buffer, not a stream: a stream is sent aws-chunked, which not every S3-compatible
       // service decodes.
-      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: objectKey, Body: bytes, ContentType: mediaType }));
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: objectKey,
+          Body: bytes,
+          ContentType: mediaType,
+        }),
+      );
     } catch (e) {
       throw this.failure('PutObject', objectKey, e);
     }
@@ -111,19 +139,28 @@ export class S3MediaStore implements MediaStore {
     let bytes: Buffer;
     let mediaType: string | undefined;
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+      const out = await this.client.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: objectKey }),
+      );
       if (!out.Body) throw new Error('the answer has no body');
       const body = await out.Body.transformToByteArray();
       bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
       mediaType = out.ContentType;
     } catch (e) {
-      if ((e as SdkError).name === 'NoSuchKey') throw new MediaNotFoundError(key, `s3://${this.bucket}/${objectKey} at ${this.where}`);
+      if ((e as SdkError).name === 'NoSuchKey')
+        throw new MediaNotFoundError(key, `s3://${this.bucket}/${objectKey} at ${this.where}`);
       throw this.failure('GetObject', objectKey, e);
     }
     // The key is the hash of the bytes: checking it costs little and catches an object written
     // by something else under our prefix.
     if (mediaKey(bytes) !== key) {
-      throw new S3MediaStoreError(`S3 GetObject s3://${this.bucket}/${objectKey} at ${this.where}: the object's bytes do not match its key`, this.bucket, objectKey, undefined, undefined);
+      throw new S3MediaStoreError(
+        `S3 GetObject s3://${this.bucket}/${objectKey} at ${this.where}: the object's bytes do not match its key`,
+        this.bucket,
+        objectKey,
+        undefined,
+        undefined,
+      );
     }
     return { bytes, mediaType: mediaType ?? 'application/octet-stream' };
   }
@@ -132,15 +169,27 @@ export class S3MediaStore implements MediaStore {
   async *list(): AsyncIterable<StoredMedia> {
     let token: string | undefined;
     do {
-      let page;
+      let page: ListObjectsV2CommandOutput;
       try {
-        page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix || undefined, ContinuationToken: token }));
+        page = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: this.prefix || undefined,
+            ContinuationToken: token,
+          }),
+        );
       } catch (e) {
         throw this.failure('ListObjectsV2', undefined, e);
       }
       for (const o of page.Contents ?? []) {
         const key = o.Key?.slice(o.Key.lastIndexOf('/') + 1);
-        if (key !== undefined && MEDIA_KEY.test(key) && o.Key === this.objectKey(key) && o.LastModified) yield { key, modifiedAt: o.LastModified };
+        if (
+          key !== undefined &&
+          MEDIA_KEY.test(key) &&
+          o.Key === this.objectKey(key) &&
+          o.LastModified
+        )
+          yield { key, modifiedAt: o.LastModified };
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
@@ -207,7 +256,15 @@ export class S3MediaStore implements MediaStore {
       reason = `${code} (HTTP ${status}): ${err.message}`;
     }
     const bucketRegion = err.$response?.headers?.['x-amz-bucket-region'];
-    if (bucketRegion && bucketRegion !== this.region) reason += `; the bucket is in region ${bucketRegion}`;
-    return new S3MediaStoreError(`S3 ${operation} ${target} failed: ${reason}`, this.bucket, objectKey, code, status, e);
+    if (bucketRegion && bucketRegion !== this.region)
+      reason += `; the bucket is in region ${bucketRegion}`;
+    return new S3MediaStoreError(
+      `S3 ${operation} ${target} failed: ${reason}`,
+      this.bucket,
+      objectKey,
+      code,
+      status,
+      e,
+    );
   }
 }

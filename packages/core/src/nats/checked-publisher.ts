@@ -30,14 +30,18 @@ import { metricsRegistry } from '../metrics.ts';
 
 export const wakeupsRepublished = new Counter({
   name: 'ens_wakeups_republished_total',
-  help: 'Wake-ups published again because their stream refused or did not confirm a marker (no leader during an election), or elected a leader',
+  help:
+    'Wake-ups published again because their stream refused or did not confirm a marker (no ' +
+    'leader during an election), or elected a leader',
   labelNames: ['stream'],
   registers: [metricsRegistry],
 });
 
 export const wakeupsAbandoned = new Counter({
   name: 'ens_wakeups_abandoned_total',
-  help: 'Wake-ups left to the sweeper (ENS_SWEEP_GRACE): their stream did not take them within 30 s, or too many waited',
+  help:
+    'Wake-ups left to the sweeper (ENS_SWEEP_GRACE): their stream did not take them within 30 s, ' +
+    'or too many waited',
   labelNames: ['stream'],
   registers: [metricsRegistry],
 });
@@ -48,7 +52,10 @@ const MARK_MS = 100;
 const ANSWER_WITHIN_MS = 3_000;
 /** How long a confirmed wake-up is still held, for a leader-elected advisory that comes late. */
 const HOLD_MS = 1_000;
-/** A tail of wake-ups no marker covered is confirmed once it is this old (a copy of its last one is the marker). */
+/**
+ * A tail of wake-ups no marker covered is confirmed once it is this old (a copy of its last one is
+ * the marker).
+ */
 const TAIL_MS = 300;
 /** A held wake-up older than this is given up to the sweeper. */
 const GIVE_UP_MS = 30_000;
@@ -64,9 +71,13 @@ interface Held {
   at: number;
 }
 
-/** A stored message's acknowledgement is `{"stream":…}`; a refusal is an empty 503 status or `{"error":…}`. */
+/**
+ * A stored message's acknowledgement is `{"stream":…}`; a refusal is an empty 503 status or
+ * `{"error":…}`.
+ */
 const STORED = Buffer.from('{"stream"');
-const isStored = (data: Uint8Array) => data.length > STORED.length && Buffer.compare(STORED, data.subarray(0, STORED.length)) === 0;
+const isStored = (data: Uint8Array) =>
+  data.length > STORED.length && Buffer.compare(STORED, data.subarray(0, STORED.length)) === 0;
 
 /** Publishes the wake-ups of one stream on one connection, checked in windows (see above). */
 export class CheckedPublisher {
@@ -94,8 +105,12 @@ export class CheckedPublisher {
     this.#nc = nc;
     this.#stream = stream;
     this.#logger = logger;
-    nc.subscribe(`${this.#inbox}.*`, { callback: (err, m) => (err ? undefined : this.#answered(m)) });
-    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${stream}`, { callback: (err) => (err ? undefined : this.#republishHeld('the stream elected a leader')) });
+    nc.subscribe(`${this.#inbox}.*`, {
+      callback: (err, m) => (err ? undefined : this.#answered(m)),
+    });
+    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${stream}`, {
+      callback: (err) => (err ? undefined : this.#republishHeld('the stream elected a leader')),
+    });
     this.#timer = setInterval(() => this.#tick(), MARK_MS);
     this.#timer.unref();
     void (async () => {
@@ -125,7 +140,8 @@ export class CheckedPublisher {
     }
     h.at = now;
     this.#held.push(h);
-    if (!this.#trouble && this.#marker === null && now - this.#lastMarkAt >= MARK_MS) this.#mark(h, now);
+    if (!this.#trouble && this.#marker === null && now - this.#lastMarkAt >= MARK_MS)
+      this.#mark(h, now);
     else this.#nc.publish(h.subject, h.payload);
   }
 
@@ -170,7 +186,10 @@ export class CheckedPublisher {
     this.#marker = null;
     if (again.length === 0) return;
     wakeupsRepublished.inc({ stream: this.#stream }, again.length);
-    this.#logger.info({ stream: this.#stream, count: again.length, why }, 'wake-ups published again');
+    this.#logger.info(
+      { stream: this.#stream, count: again.length, why },
+      'wake-ups published again',
+    );
     const now = Date.now();
     try {
       for (const h of again) this.#send(h, now);
@@ -195,7 +214,8 @@ export class CheckedPublisher {
     // A quiet spell after a burst that no marker covered: its tail is confirmed without waiting
     // for the next wake-up, at the cost of one copy.
     const newest = this.#held[this.#held.length - 1]!;
-    if (this.#confirmed < this.#base + this.#held.length && now - newest.at >= TAIL_MS) this.#mark(newest, now);
+    if (this.#confirmed < this.#base + this.#held.length && now - newest.at >= TAIL_MS)
+      this.#mark(newest, now);
   }
 
   /** Lets go of wake-ups confirmed more than HOLD_MS ago, and gives up on those held too long. */
@@ -212,7 +232,10 @@ export class CheckedPublisher {
     }
     if (abandoned > 0) {
       wakeupsAbandoned.inc({ stream: this.#stream }, abandoned);
-      this.#logger.warn({ stream: this.#stream, abandoned }, 'wake-ups not taken by JetStream within 30 s; the sweeper will re-enqueue them');
+      this.#logger.warn(
+        { stream: this.#stream, abandoned },
+        'wake-ups not taken by JetStream within 30 s; the sweeper will re-enqueue them',
+      );
     }
     // Compacts now and then rather than shifting per wake-up.
     if (this.#head > 1024 && this.#head * 2 > this.#held.length) {

@@ -10,7 +10,9 @@ import { metricsRegistry } from '../metrics.ts';
 
 export const consumerUp = new Gauge({
   name: 'ens_consumer_up',
-  help: '1 while the loop takes work from its stream and consumer, 0 while it is down and being restarted',
+  help:
+    '1 while the loop takes work from its stream and consumer, 0 while it is down and being ' +
+    'restarted',
   labelNames: ['stream', 'consumer'],
   registers: [metricsRegistry],
   // Across the processes of one serve: 0 when the loop is down in any of them.

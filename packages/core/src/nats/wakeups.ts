@@ -2,7 +2,13 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Channel } from '../schemas/channel.ts';
 import { CheckedPublisher } from './checked-publisher.ts';
-import { CALLBACK_STREAM, CALLBACK_SUBJECT, FEED_WAKE_SUBJECT, SEND_STREAM, sendSubject } from './topology.ts';
+import {
+  CALLBACK_STREAM,
+  CALLBACK_SUBJECT,
+  FEED_WAKE_SUBJECT,
+  SEND_STREAM,
+  sendSubject,
+} from './topology.ts';
 
 /*
  * Wake-ups are plain NATS publishes on the streams' subjects: no per-message acknowledgement is
@@ -15,13 +21,25 @@ const publishers = new WeakMap<NatsConnection, Map<string, CheckedPublisher>>();
 
 function publisherFor(nc: NatsConnection, stream: string, logger: Logger): CheckedPublisher {
   let byStream = publishers.get(nc);
-  if (!byStream) publishers.set(nc, (byStream = new Map()));
+  if (!byStream) {
+    byStream = new Map();
+    publishers.set(nc, byStream);
+  }
   let p = byStream.get(stream);
-  if (!p) byStream.set(stream, (p = new CheckedPublisher(nc, stream, logger)));
+  if (!p) {
+    p = new CheckedPublisher(nc, stream, logger);
+    byStream.set(stream, p);
+  }
   return p;
 }
 
-function publishAll(nc: NatsConnection, stream: string, subject: (i: number) => string, ids: string[], logger: Logger): number {
+function publishAll(
+  nc: NatsConnection,
+  stream: string,
+  subject: (i: number) => string,
+  ids: string[],
+  logger: Logger,
+): number {
   let sent = 0;
   try {
     const publisher = publisherFor(nc, stream, logger);
@@ -30,7 +48,10 @@ function publishAll(nc: NatsConnection, stream: string, subject: (i: number) => 
       sent++;
     }
   } catch (err) {
-    logger.warn({ err, unsent: ids.length - sent }, 'wake-ups not published; the sweeper will re-enqueue them');
+    logger.warn(
+      { err, unsent: ids.length - sent },
+      'wake-ups not published; the sweeper will re-enqueue them',
+    );
   }
   return sent;
 }
@@ -62,7 +83,9 @@ export interface SendWakeup {
  */
 const sendPayload = (d: SendWakeup) => `${d.id} ${d.clientId} ${d.tenant} ${d.eventType}`;
 
-/** Reads a send wake-up's payload; a bare delivery id (as published before flows) has an empty flow. */
+/**
+ * Reads a send wake-up's payload; a bare delivery id (as published before flows) has an empty flow.
+ */
 export function parseSendWakeup(text: string): Omit<SendWakeup, 'channel'> {
   const a = text.indexOf(' ');
   if (a < 0) return { id: text, clientId: '', tenant: '', eventType: '' };
@@ -83,9 +106,19 @@ export function parseSendWakeup(text: string): Omit<SendWakeup, 'channel'> {
 export const BULK_WAKEUPS = 10;
 
 /** Wakes the channel workers for these deliveries, a large set on the bulk lane. Never throws. */
-export function wakeSenders(nc: NatsConnection, items: readonly SendWakeup[], logger: Logger): number {
+export function wakeSenders(
+  nc: NatsConnection,
+  items: readonly SendWakeup[],
+  logger: Logger,
+): number {
   const lane = items.length > BULK_WAKEUPS ? 'bulk' : 'next';
-  return publishAll(nc, SEND_STREAM, (i) => sendSubject(items[i]!.channel, lane), items.map(sendPayload), logger);
+  return publishAll(
+    nc,
+    SEND_STREAM,
+    (i) => sendSubject(items[i]!.channel, lane),
+    items.map(sendPayload),
+    logger,
+  );
 }
 
 /** What a callback wake-up names: the callback, and the client whose turn it takes. */
@@ -108,17 +141,28 @@ export function parseCallbackWakeup(text: string): CallbackWakeup {
 }
 
 /** Wakes the callbacks role for these callbacks. Never throws. */
-export function wakeCallbacks(nc: NatsConnection, items: readonly CallbackWakeup[], logger: Logger): number {
-  return publishAll(nc, CALLBACK_STREAM, () => CALLBACK_SUBJECT, items.map(callbackPayload), logger);
+export function wakeCallbacks(
+  nc: NatsConnection,
+  items: readonly CallbackWakeup[],
+  logger: Logger,
+): number {
+  return publishAll(
+    nc,
+    CALLBACK_STREAM,
+    () => CALLBACK_SUBJECT,
+    items.map(callbackPayload),
+    logger,
+  );
 }
 
 const feedWakeQueued = new WeakSet<NatsConnection>();
 
 /**
  * Tells the feed role that changes wait to be stamped. Never throws, and publishes at most once per
- * connection per turn of the event loop: accepts and outcomes are committed in batches whose callers
- * resume in separate callbacks, and one wake-up covers them all (the feed debounces anyway). Lossy
- * by design: the feed also polls, so a wake-up lost to a closed connection only delays a change.
+ * connection per turn of the event loop: accepts and outcomes are committed in batches whose
+ * callers resume in separate callbacks, and one wake-up covers them all (the feed debounces
+ * anyway). Lossy by design: the feed also polls, so a wake-up lost to a closed connection only
+ * delays a change.
  */
 export function wakeFeed(nc: NatsConnection): void {
   if (feedWakeQueued.has(nc)) return;

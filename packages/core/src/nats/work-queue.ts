@@ -1,10 +1,23 @@
-import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import type {
+  ConsumerMessages,
+  JetStreamClient,
+  JetStreamManager,
+  JsMsg,
+} from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { handBack } from './hand-back.ts';
+import { confirmNaks } from './heard-nak.ts';
 import { registerLoop } from './loop-health.ts';
 
 export interface WorkQueueConsumer {
-  /** Stops taking messages and waits up to timeoutMs for handlers in flight. */
+  /**
+   * Stops pulling, and returns once the server knows: from then on nothing more comes to this
+   * process, and what came meanwhile is handed back (hand-back.ts). Work held elsewhere in the
+   * process can then be handed back too, to other processes only.
+   */
+  stopIntake(): Promise<void>;
+  /** Stops pulling (stopIntake) and waits up to timeoutMs for handlers in flight. */
   stop(timeoutMs: number): Promise<void>;
 }
 
@@ -23,7 +36,10 @@ export interface WorkQueueOptions {
   /** Owns ack/nak; a message it throws on is nak'ed for redelivery after a second. */
   handle: (m: JsMsg) => Promise<void>;
   logger: Logger;
-  /** Declares streams and consumers again; called when attaching finds the consumer or its stream gone. */
+  /**
+   * Declares streams and consumers again; called when attaching finds the consumer or its stream
+   * gone.
+   */
   redeclare: () => Promise<unknown>;
   /**
    * Registers a callback for NATS reconnects. A server that restarted may have lost the consumer,
@@ -31,14 +47,25 @@ export interface WorkQueueOptions {
    * reconnect re-attaches at once.
    */
   onReconnect?: (listener: () => void) => void;
-  /** How often the consumer is checked on the server (gone? work waiting and no pull?). Default 5 s. */
+  /**
+   * How often the consumer is checked on the server (gone? work waiting and no pull?). Default 5 s.
+   */
   watchEveryMs?: number;
   /**
    * The connection to hear JetStream's leader elections on, to pull from a consumer's new leader at
-   * once. Without it a moved leader is noticed by missed heartbeats (2-3 s).
+   * once, and to send naks until a leader hears them (heard-nak.ts). Without it a moved leader is
+   * noticed by missed heartbeats (2-3 s), and a nak sent during an election is lost.
    */
   nc?: NatsConnection;
+  /**
+   * Called when the consumer elected a JetStream leader (heard on `nc`): the store wakes what the
+   * old leader may have lost (store/leader-change-rewakes.ts).
+   */
+  onLeaderElected?: () => void;
 }
+
+/** Longest wait for the server to confirm a pull's unsubscribe when ending it (a flush). */
+const DRAIN_PULL_MS = 2_000;
 
 /** Restart back-off: from half a second, doubling, to at most ten seconds between tries. */
 const FIRST_RETRY_MS = 500;
@@ -56,13 +83,24 @@ const GONE = new Set(['consumer_deleted', 'consumer_not_found', 'stream_not_foun
  * heartbeat (2-3 s; the library pulls again, and the loop is down meanwhile), and the periodic
  * check that sees work waiting on the server with no pull for it.
  */
-/** How long one pull waits on the server; also the library's pause between asking a consumer that does not answer. */
+/**
+ * How long one pull waits on the server; also the library's pause between asking a consumer that
+ * does not answer.
+ */
 const PULL_EXPIRES_MS = 5_000;
-/** How often the server says it still holds an idle pull; two missed and the pull counts as gone. */
+/**
+ * How often the server says it still holds an idle pull; two missed and the pull counts as gone.
+ */
 const PULL_HEARTBEAT_MS = 1_000;
-/** Missed heartbeats after which the library's own new pull has had its chance, and the loop attaches anew. */
+/**
+ * Missed heartbeats after which the library's own new pull has had its chance, and the loop
+ * attaches anew.
+ */
 const REATTACH_AFTER_MISSED = 2 + PULL_EXPIRES_MS / PULL_HEARTBEAT_MS;
-/** Checks in a row that see work waiting on the server and no pull for it before the loop counts as stalled. */
+/**
+ * Checks in a row that see work waiting on the server and no pull for it before the loop counts as
+ * stalled.
+ */
 const STALLED_CHECKS = 2;
 
 /**
@@ -87,11 +125,23 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   let up = false;
   let everUp = false;
   let downSince = Date.now();
-  const markUp = () => {
+  /**
+   * Set when the loop pulled again because its pulls got nothing (see the watch): a new pull being
+   * answered, or heartbeats, prove nothing then, so the loop stays down until a message comes, or
+   * until the watch no longer sees work waiting undelivered.
+   */
+  let downUntilDelivery = false;
+  const markUp = (delivered = false) => {
+    if (downUntilDelivery && !delivered) return;
+    downUntilDelivery = false;
     if (up) return;
     up = true;
     health.up();
-    if (everUp) logger.warn({ stream, durable, downMs: Date.now() - downSince }, 'consume loop taking work again');
+    if (everUp)
+      logger.warn(
+        { stream, durable, downMs: Date.now() - downSince },
+        'consume loop taking work again',
+      );
     everUp = true;
   };
   const markDown = (reason: string) => {
@@ -104,10 +154,13 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   };
 
   // Waits on a freed place, not on Promise.race over every handler: a loop may hold tens of
-  // thousands of messages (the send loops' fair window), and racing them all per message is quadratic.
+  // thousands of messages (the send loops' fair window), and racing them all per message is
+  // quadratic.
   const placeFreed: (() => void)[] = [];
   const run = async (m: JsMsg) => {
-    while (inFlight.size >= concurrency) await new Promise<void>((resolve) => placeFreed.push(resolve));
+    if (opts.nc) confirmNaks(m, opts.nc, logger);
+    while (inFlight.size >= concurrency)
+      await new Promise<void>((resolve) => placeFreed.push(resolve));
     const p = handle(m)
       .catch((err: unknown) => {
         logger.warn({ err, stream, durable }, 'work item failed; redelivering');
@@ -127,11 +180,17 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
    */
   type Again = { reason: string; how: 'anew' | 'again' | 'now' };
   let again: Again | null = null;
+  let ending: ConsumerMessages | null = null;
   const restart = (reason: string, how: Again['how'] = 'anew') => {
     if (stopping || !current) return;
     again = { reason, how };
     if (how !== 'now') markDown(reason);
-    current.stop();
+    // What the server sent to this pull before it heard the unsubscribe is still handled here,
+    // as the loop goes on until the pull's messages end (see unsubscribeFromServer).
+    const attached = current;
+    if (ending === attached) return;
+    ending = attached;
+    void unsubscribeFromServer(attached).finally(() => attached.stop());
   };
   opts.onReconnect?.(() => {
     restart('NATS reconnected', 'again');
@@ -142,14 +201,18 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   // attaching while the consumer had no leader (which answers only with a timeout, 5 s later),
   // tries at once: the consumer has a leader to ask.
   let attachingElected: (() => void) | null = null;
-  const elected: Subscription | undefined = opts.nc?.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.${stream}.${durable}`, {
-    callback: (err) => {
-      if (err) return;
-      if (hasRoom()) restart('the consumer has a new leader', 'now');
-      wakeRetry?.();
-      attachingElected?.();
+  const elected: Subscription | undefined = opts.nc?.subscribe(
+    `$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.${stream}.${durable}`,
+    {
+      callback: (err) => {
+        if (err) return;
+        if (hasRoom()) restart('the consumer has a new leader', 'now');
+        wakeRetry?.();
+        attachingElected?.();
+        opts.onLeaderElected?.();
+      },
     },
-  });
+  );
 
   const attach = async (): Promise<ConsumerMessages> => {
     const consumer = await js.consumers.get(stream, durable);
@@ -167,8 +230,12 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
         else if (s.type === 'heartbeat' || s.type === 'discard') markUp();
         else if (s.type === 'heartbeats_missed' && hasRoom()) {
           // The library pulls again by itself; when that brings no word either, attach anew.
-          if (s.count >= REATTACH_AFTER_MISSED) restart(`no word from JetStream for ${s.count} s, even after pulling again`, 'again');
-          else markDown(`no word from JetStream for ${s.count} s while waiting for work (the consumer's leader moved or was lost?); pulling again`);
+          if (s.count >= REATTACH_AFTER_MISSED)
+            restart(`no word from JetStream for ${s.count} s, even after pulling again`, 'again');
+          else
+            markDown(
+              `no word from JetStream for ${s.count} s while waiting for work (the consumer's leader moved or was lost?); pulling again`,
+            );
         }
       }
     })().catch(() => {});
@@ -183,6 +250,42 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   let jsm: Promise<JetStreamManager> | null = null;
   let waitingForNobody = 0;
   let unanswered = 0;
+  /*
+   * The other stall, seen in the soak after a worker was killed beside a NATS node's restart: work
+   * waiting on the server, pulls waiting for it (num_waiting > 0), and nothing delivered for tens
+   * of seconds (the bulk lane: pending 51 and waiting 2, unchanged for as long as it was watched;
+   * sends waited 32-54 s). Between two checks, a consumer with work pending, pulls waiting and room
+   * for more must have delivered something; when its delivered sequence stands still, the loop
+   * counts as down (ens_consumer_up 0, /readyz), pulls again, and asks the consumer's leader to
+   * step down: in that soak round what finally moved the stuck lane was the next round's
+   * step-down, and a new leader rebuilds its state from the replicated log. (On one server the
+   * request is refused and logged; the pull again remains.) It stays down until a message comes,
+   * or the watch sees the delivered sequence move or no work waiting.
+   */
+  let notDelivering = 0;
+  let lastDelivered = -1;
+  /** The delivered sequence when the loop last saw such a stall; null once it moved. */
+  let stalledAt: number | null = null;
+  const askNewLeader = (pending: number) => {
+    if (!opts.nc) return;
+    opts.nc
+      .request(`$JS.API.CONSUMER.LEADER.STEPDOWN.${stream}.${durable}`, undefined, {
+        timeout: 5_000,
+      })
+      .then(
+        (answer) =>
+          logger.warn(
+            { stream, durable, pending, answer: answer.string().slice(0, 200) },
+            "asked JetStream to move the consumer's leader: its pulls got none of the work " +
+              'waiting',
+          ),
+        (err: unknown) =>
+          logger.warn(
+            { err, stream, durable },
+            "could not ask JetStream to move the consumer's leader",
+          ),
+      );
+  };
   const watch = setInterval(() => {
     if (!current || stopping) return;
     const attached = current;
@@ -193,17 +296,46 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
         (info) => {
           if (current !== attached) return;
           unanswered = 0;
-          waitingForNobody = info.num_pending > 0 && info.num_waiting === 0 && hasRoom() ? waitingForNobody + 1 : 0;
-          if (waitingForNobody < STALLED_CHECKS) return;
-          waitingForNobody = 0;
-          restart(`${info.num_pending} messages wait on the server and no pull waits for them`, 'again');
+          waitingForNobody =
+            info.num_pending > 0 && info.num_waiting === 0 && hasRoom() ? waitingForNobody + 1 : 0;
+          const delivered = info.delivered.consumer_seq;
+          notDelivering =
+            info.num_pending > 0 &&
+            info.num_waiting > 0 &&
+            info.num_ack_pending < (info.config.max_ack_pending ?? Number.POSITIVE_INFINITY) &&
+            hasRoom() &&
+            delivered === lastDelivered
+              ? notDelivering + 1
+              : 0;
+          lastDelivered = delivered;
+          if (stalledAt !== null && (delivered !== stalledAt || info.num_pending === 0)) {
+            stalledAt = null;
+            markUp(true);
+          }
+          if (waitingForNobody >= STALLED_CHECKS) {
+            waitingForNobody = 0;
+            restart(
+              `${info.num_pending} messages wait on the server and no pull waits for them`,
+              'again',
+            );
+          } else if (notDelivering >= STALLED_CHECKS - 1) {
+            notDelivering = 0;
+            downUntilDelivery = true;
+            stalledAt = delivered;
+            askNewLeader(info.num_pending);
+            restart(
+              `${info.num_pending} messages wait on the server and its pulls get none of them`,
+              'again',
+            );
+          }
         },
         (err: unknown) => {
           if (current !== attached) return;
           const message = String((err as Error)?.message);
           if (/not found/i.test(message)) restart('the consumer is gone from the server');
           // No leader (an election), or JetStream away: nothing comes while it lasts.
-          else if (++unanswered >= STALLED_CHECKS && hasRoom()) markDown(`JetStream does not answer for the consumer: ${message}`);
+          else if (++unanswered >= STALLED_CHECKS && hasRoom())
+            markDown(`JetStream does not answer for the consumer: ${message}`);
         },
       );
   }, opts.watchEveryMs ?? 5_000);
@@ -221,11 +353,18 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   const attachUnlessElected = async (): Promise<ConsumerMessages> => {
     for (;;) {
       const attempt = attachOrDeclare();
-      const electedMeanwhile = new Promise<null>((resolve) => (attachingElected = () => resolve(null)));
-      const attached = await Promise.race([attempt, electedMeanwhile]).finally(() => (attachingElected = null));
+      const electedMeanwhile = new Promise<null>(
+        (resolve) => (attachingElected = () => resolve(null)),
+      );
+      const attached = await Promise.race([attempt, electedMeanwhile]).finally(
+        () => (attachingElected = null),
+      );
       if (attached) return attached;
       // Left behind: stopped should it attach after all.
-      attempt.then((m) => m.stop(), () => {});
+      attempt.then(
+        (m) => m.stop(),
+        () => {},
+      );
     }
   };
 
@@ -239,16 +378,22 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
         again = null;
         current = await attachUnlessElected();
         waitingForNobody = 0;
+        notDelivering = 0;
+        lastDelivered = -1;
         unanswered = 0;
         markUp();
         firstAttempt();
         retryMs = FIRST_RETRY_MS;
         for await (const m of current) {
           if (stopping) {
-            m.nak();
+            // Counted with the handlers, so that stop() waits for it to be back.
+            const back: Promise<void> = handBack(js, m, logger).finally(() =>
+              inFlight.delete(back),
+            );
+            inFlight.add(back);
             continue;
           }
-          markUp();
+          markUp(true);
           await run(m);
         }
         reason = 'the consumer stopped delivering';
@@ -262,12 +407,16 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
       firstAttempt();
       if (stopping) break;
       if (asked && asked.how !== 'anew') {
-        if (asked.how === 'now') logger.info({ stream, durable }, 'consume loop pulling from the consumer\'s new leader');
+        if (asked.how === 'now')
+          logger.info({ stream, durable }, "consume loop pulling from the consumer's new leader");
         continue;
       }
       reason = asked?.reason ?? reason;
       markDown(reason);
-      logger.warn({ stream, durable, reason, retryInMs: retryMs }, 'consume loop stopped; restarting');
+      logger.warn(
+        { stream, durable, reason, retryInMs: retryMs },
+        'consume loop stopped; restarting',
+      );
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, retryMs);
         wakeRetry = () => {
@@ -283,15 +432,54 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   // consuming when NATS is there; when it is not, the loop keeps trying and /readyz says so.
   await firstAttemptDone;
 
-  return {
-    async stop(timeoutMs) {
+  let intakeStopped: Promise<void> | null = null;
+  const stopIntake = () => {
+    intakeStopped ??= (async () => {
       stopping = true;
       clearInterval(watch);
       elected?.unsubscribe();
-      current?.stop();
       wakeRetry?.();
-      await Promise.race([Promise.allSettled([loop, ...inFlight]), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+      const attached = current;
+      if (attached) {
+        await unsubscribeFromServer(attached);
+        attached.stop();
+      }
+    })();
+    return intakeStopped;
+  };
+
+  return {
+    stopIntake,
+    async stop(timeoutMs) {
+      await stopIntake();
+      await Promise.race([
+        Promise.allSettled([loop, ...inFlight]),
+        new Promise((r) => setTimeout(r, timeoutMs).unref()),
+      ]);
       health.remove();
     },
   };
+}
+
+/*
+ * A pull stays on the server after the client stops listening, until it expires or is filled, and
+ * the server goes on sending to it until the unsubscribe arrives: a message sent in that window is
+ * dropped by the client and waits out the ack wait (60 s) as delivered. That window opens at a stop
+ * and at every pull again (a leader change, a reconnect, a stall): test/nats/work-queue-stop.test.ts
+ * lost messages in both. Draining the pull's subscription unsubscribes on the server and keeps
+ * receiving until the server has confirmed it (a flush), so everything sent before reaches the
+ * loop, which handles it, or hands it back when stopping (hand-back.ts). Meanwhile the library must
+ * not ask for more: the server would send it to an inbox nobody listens on.
+ */
+async function unsubscribeFromServer(messages: ConsumerMessages): Promise<void> {
+  // The library keeps the pull's subscription and its pull function private; without them
+  // (another library version), the plain stop, and the ack wait for what was on its way.
+  const internals = messages as unknown as { sub?: Subscription; pull?: unknown };
+  const sub = internals.sub;
+  if (!sub || sub.isClosed() || typeof sub.drain !== 'function') return;
+  if (typeof internals.pull === 'function') internals.pull = () => {};
+  await Promise.race([
+    sub.drain().catch(() => {}),
+    new Promise((r) => setTimeout(r, DRAIN_PULL_MS).unref()),
+  ]);
 }

@@ -4,7 +4,10 @@ import { checkOutboundUrl, resolvePublicAddress, type LookupAll } from './outbou
 import { pinnedDispatcher } from './pinned-dispatcher.ts';
 
 export interface GuardOptions {
-  /** Skip the private/loopback address checks (ENS_ALLOW_PRIVATE_CALLBACKS: internal receivers, tests). */
+  /**
+   * Skip the private/loopback address checks (ENS_ALLOW_PRIVATE_CALLBACKS: internal receivers,
+   * tests).
+   */
   allowPrivate: boolean;
   /** Resolver for the DNS check; defaults to `dns.promises.lookup`. For tests. */
   lookup?: LookupAll;
@@ -22,10 +25,17 @@ export class OutboundRefusedError extends EnsError {
  * not followed: a 3xx comes back as it is, for the caller to treat as a failure, since following it
  * would reach an address nobody checked. Throws OutboundRefusedError when the guard refuses.
  */
-export async function guardedFetch(url: string, init: RequestInit = {}, opts: GuardOptions): Promise<Response> {
+export async function guardedFetch(
+  url: string,
+  init: RequestInit = {},
+  opts: GuardOptions,
+): Promise<Response> {
   const checked = checkOutboundUrl(url, { allowPrivate: opts.allowPrivate });
   if (!checked.ok) throw new OutboundRefusedError(`the URL ${checked.detail}`);
-  const resolved = await resolvePublicAddress(checked.url.hostname, { allowPrivate: opts.allowPrivate, ...(opts.lookup ? { lookup: opts.lookup } : {}) });
+  const resolved = await resolvePublicAddress(checked.url.hostname, {
+    allowPrivate: opts.allowPrivate,
+    ...(opts.lookup ? { lookup: opts.lookup } : {}),
+  });
   if (!resolved.ok) throw new OutboundRefusedError(resolved.detail);
   const res = await undiciFetch(checked.url, {
     ...(init as UndiciRequestInit),

@@ -19,7 +19,9 @@ import ipaddr from 'ipaddr.js';
  */
 
 export type UrlCheck = { ok: true; url: URL } | { ok: false; detail: string };
-export type AddressCheck = { ok: true; address: string; family: 4 | 6 } | { ok: false; detail: string };
+export type AddressCheck =
+  | { ok: true; address: string; family: 4 | 6 }
+  | { ok: false; detail: string };
 
 /**
  * The subset of `dns.promises.lookup` used here, so tests can inject a plain function;
@@ -51,7 +53,10 @@ export function checkOutboundUrl(url: string, opts: { allowPrivate: boolean }): 
     return { ok: false, detail: 'is not a valid URL' };
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    return { ok: false, detail: `scheme ${parsed.protocol.replace(/:$/, '')} is not allowed (use http or https)` };
+    return {
+      ok: false,
+      detail: `scheme ${parsed.protocol.replace(/:$/, '')} is not allowed (use http or https)`,
+    };
   }
   if (parsed.username !== '' || parsed.password !== '') {
     return { ok: false, detail: 'must not contain credentials (user:password@)' };
@@ -98,7 +103,9 @@ export async function resolvePublicAddress(
 
   let answers: LookupAddress[];
   try {
-    answers = await (opts.lookup ? opts.lookup(hostname, { all: true }) : sharedSystemLookup(hostname));
+    answers = await (opts.lookup
+      ? opts.lookup(hostname, { all: true })
+      : sharedSystemLookup(hostname));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException | undefined)?.code;
     return { ok: false, detail: `DNS lookup for ${hostname} failed${code ? `: ${code}` : ''}` };
@@ -118,7 +125,10 @@ export async function resolvePublicAddress(
     if (!opts.allowPrivate) {
       const reason = addressRefusal(ip);
       if (reason !== null) {
-        return { ok: false, detail: `host ${hostname} resolves to ${answer.address}, which ${reason}` };
+        return {
+          ok: false,
+          detail: `host ${hostname} resolves to ${answer.address}, which ${reason}`,
+        };
       }
     }
     // Connect to the address exactly as the resolver gave it; only its classification
@@ -177,9 +187,10 @@ const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
 /** Reason an address is not a public destination, or null when it is. */
 function addressRefusal(ip: ipaddr.IPv4 | ipaddr.IPv6): string | null {
   // ::ffff:a.b.c.d reaches a.b.c.d on dual-stack sockets, so judge the embedded IPv4.
-  const effective = ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()
-    ? (ip as ipaddr.IPv6).toIPv4Address()
-    : ip;
+  const effective =
+    ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()
+      ? (ip as ipaddr.IPv6).toIPv4Address()
+      : ip;
   const range = effective.range();
   if (range !== 'unicast') return `is not a public address (${range})`;
   // ipaddr.js labels everything it has no name for as unicast, including the deprecated

@@ -21,7 +21,10 @@ export interface Flow {
   priority: boolean;
 }
 
-/** Weights the operator set; 1 when unset. Read whenever a flow starts a turn, so a change applies at the next turn. */
+/**
+ * Weights the operator set; 1 when unset. Read whenever a flow starts a turn, so a change applies
+ * at the next turn.
+ */
 export interface FlowWeights {
   client(client: string): number;
   tenant(client: string, tenant: string): number;
@@ -72,7 +75,8 @@ class Deque<T> {
 
   #grow(): void {
     const next: (T | undefined)[] = new Array(this.#items.length * 2);
-    for (let i = 0; i < this.#size; i++) next[i] = this.#items[(this.#head + i) % this.#items.length];
+    for (let i = 0; i < this.#size; i++)
+      next[i] = this.#items[(this.#head + i) % this.#items.length];
     this.#items = next;
     this.#head = 0;
   }
@@ -105,7 +109,9 @@ class Round<M extends Member> {
     return m;
   }
 
-  /** Charges one item to the current member and ends its turn when its quantum or its work is spent. */
+  /**
+   * Charges one item to the current member and ends its turn when its quantum or its work is spent.
+   */
   charge(m: M): void {
     m.credit--;
     if (m.size === 0) {
@@ -203,8 +209,10 @@ export class FairQueue<T> {
   backlog(): { client: string; tenant: string; waiting: number }[] {
     const out: { client: string; tenant: string; waiting: number }[] = [];
     for (const c of this.#clients.values()) {
-      if (c.priority.size > 0) out.push({ client: c.name, tenant: '*priority', waiting: c.priority.size });
-      for (const tq of c.tenants.values()) out.push({ client: c.name, tenant: tq.name, waiting: tq.size });
+      if (c.priority.size > 0)
+        out.push({ client: c.name, tenant: '*priority', waiting: c.priority.size });
+      for (const tq of c.tenants.values())
+        out.push({ client: c.name, tenant: tq.name, waiting: tq.size });
     }
     return out;
   }

@@ -1,6 +1,8 @@
 import { FairQueue, type Flow, type FlowWeights } from './fair-queue.ts';
 
-/** What the slots do with an item: start it when it gets a slot, or cancel it when they close first. */
+/**
+ * What the slots do with an item: start it when it gets a slot, or cancel it when they close first.
+ */
 export interface SlotWork<T> {
   /** Runs the item; its slot is free again when the promise settles. */
   start(item: T): Promise<unknown>;
@@ -25,7 +27,8 @@ export class FairSlots<T> {
     private readonly work: SlotWork<T>,
     weights?: FlowWeights,
   ) {
-    if (!Number.isInteger(size) || size < 1) throw new RangeError('size must be a positive integer');
+    if (!Number.isInteger(size) || size < 1)
+      throw new RangeError('size must be a positive integer');
     this.#free = size;
     this.#waiting = new FairQueue<T>(weights);
   }
@@ -50,7 +53,10 @@ export class FairSlots<T> {
    * `urgent`, a retry) for its turn. After close, the item is cancelled at once.
    */
   submit(flow: Flow, item: T, urgent = false): void {
-    if (this.#closed) return this.work.cancel(item);
+    if (this.#closed) {
+      this.work.cancel(item);
+      return;
+    }
     if (this.#free > 0) {
       this.#free--;
       this.#start(item);
@@ -74,6 +80,7 @@ export class FairSlots<T> {
   /** For shutdown: items under way finish, waiting and later items are cancelled. */
   close(): void {
     this.#closed = true;
-    for (let item = this.#waiting.shift(); item !== undefined; item = this.#waiting.shift()) this.work.cancel(item);
+    for (let item = this.#waiting.shift(); item !== undefined; item = this.#waiting.shift())
+      this.work.cancel(item);
   }
 }

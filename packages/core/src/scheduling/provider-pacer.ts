@@ -50,7 +50,14 @@ export class ProviderPacer {
     paces: ReadonlyMap<string, Pace>,
   ) {
     for (const [name, pace] of paces) {
-      this.#providers.set(name, { name, perSecond: pace.perSecond, intervalMs: 1000 / (pace.perSecond * HEADROOM), waiters: [], busy: false, pauseMs: 0 });
+      this.#providers.set(name, {
+        name,
+        perSecond: pace.perSecond,
+        intervalMs: 1000 / (pace.perSecond * HEADROOM),
+        waiters: [],
+        busy: false,
+        pauseMs: 0,
+      });
       providerPace.set({ provider: name }, pace.perSecond);
     }
   }
@@ -75,7 +82,8 @@ export class ProviderPacer {
    * time by more than LATE_MS takes a new time instead: sent late, it would crowd the sends of the
    * times after it into one second. That is checked before the wait (the claim was slow) and after
    * it: a timer fires late when this process stalled meanwhile (a collection, a busy event loop),
-   * and such a send once went 55 ms late, between two on time from another process, and was refused.
+   * and such a send once went 55 ms late, between two on time from another process, and was
+   * refused.
    */
   async sendAt(provider: string, at: number): Promise<number> {
     if (!this.#providers.has(provider) || at === 0) return at;
@@ -113,9 +121,15 @@ export class ProviderPacer {
     try {
       const pauseMs = p.pauseMs;
       p.pauseMs = 0;
-      const { rows } = await this.db.query<{ granted: number; first_in_ms: number; first_at_ms: number }>({
+      const { rows } = await this.db.query<{
+        granted: number;
+        first_in_ms: number;
+        first_at_ms: number;
+      }>({
         name: 'ens-reserve-sends',
-        text: 'SELECT granted, first_in_ms, first_at_ms FROM ens_reserve_sends($1, $2, $3, $4, $5, $6)',
+        text:
+          'SELECT granted, first_in_ms, first_at_ms FROM ens_reserve_sends($1, $2, $3, $4, $5, ' +
+          '$6)',
         values: [p.name, p.perSecond, p.intervalMs, p.waiters.length, HORIZON_MS, pauseMs],
       });
       const { granted, first_in_ms, first_at_ms } = rows[0]!;

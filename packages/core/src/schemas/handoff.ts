@@ -4,8 +4,13 @@ import { Channel, CHANNELS } from './channel.ts';
 export const InlineImage = Type.Object(
   {
     cid: Type.String({ minLength: 1, maxLength: 200 }),
-    media_type: Type.Optional(Type.String({ pattern: '^image/[A-Za-z0-9.+-]+$', default: 'image/png' })),
-    data: Type.String({ minLength: 1, description: 'Base64-encoded bytes. Moved to storage on receipt.' }),
+    media_type: Type.Optional(
+      Type.String({ pattern: '^image/[A-Za-z0-9.+-]+$', default: 'image/png' }),
+    ),
+    data: Type.String({
+      minLength: 1,
+      description: 'Base64-encoded bytes. Moved to storage on receipt.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -13,14 +18,33 @@ export const InlineImage = Type.Object(
 export const Content = Type.Object(
   {
     kind: Type.Union([Type.Literal('rendered'), Type.Literal('template')]),
-    body: Type.Optional(Type.String({ minLength: 1, maxLength: 1_048_576, description: 'At most 1,600 characters for sms, 1 MiB for email; push: subject, body and data at most 3,072 bytes together' })),
+    body: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1_048_576,
+        description:
+          'At most 1,600 characters for sms, 1 MiB for email; push: subject, body and data at ' +
+          'most 3,072 bytes together',
+      }),
+    ),
     subject: Type.Optional(Type.String({ maxLength: 998 })),
     html: Type.Optional(Type.String({ minLength: 1, maxLength: 1_048_576 })),
     inline_images: Type.Optional(Type.Array(InlineImage, { maxItems: 50 })),
-    data: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 3072 }), { maxProperties: 100 })),
+    data: Type.Optional(
+      Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 3072 }), {
+        maxProperties: 100,
+      }),
+    ),
     template_name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
     language: Type.Optional(Type.String({ minLength: 2, maxLength: 20 })),
-    body_params: Type.Optional(Type.Array(Type.String({ maxLength: 1024 }), { maxItems: 100, description: 'Each: no line breaks, tabs or control characters, no run of four or more spaces, not empty' })),
+    body_params: Type.Optional(
+      Type.Array(Type.String({ maxLength: 1024 }), {
+        maxItems: 100,
+        description:
+          'Each: no line breaks, tabs or control characters, no run of four or more spaces, ' +
+          'not empty',
+      }),
+    ),
     url_button_suffix: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
   },
   { additionalProperties: false },

@@ -8,6 +8,12 @@ type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLitera
  * `const`s that writing the literals out gives; mapping the list directly would lose the type
  * (TypeBox reads an array that is not a tuple as `never`).
  */
-export function literalUnion<const T extends readonly string[]>(values: T, options?: TSchemaOptions): TUnion<Literals<T>> {
-  return Type.Union(values.map((v) => Type.Literal(v)), options) as unknown as TUnion<Literals<T>>;
+export function literalUnion<const T extends readonly string[]>(
+  values: T,
+  options?: TSchemaOptions,
+): TUnion<Literals<T>> {
+  return Type.Union(
+    values.map((v) => Type.Literal(v)),
+    options,
+  ) as unknown as TUnion<Literals<T>>;
 }

@@ -10,11 +10,21 @@ function scryptAsync(secret: string, salt: Buffer): Promise<Buffer> {
   );
 }
 
-/** Hashes a secret for storage: `scrypt$N$r$p$salt$hash` (base64). The secret itself is never stored. */
+/**
+ * Hashes a secret for storage: `scrypt$N$r$p$salt$hash` (base64). The secret itself is never
+ * stored.
+ */
 export async function hashSecret(secret: string): Promise<string> {
   const salt = randomBytes(16);
   const key = await scryptAsync(secret, salt);
-  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64'), key.toString('base64')].join('$');
+  return [
+    'scrypt',
+    PARAMS.N,
+    PARAMS.r,
+    PARAMS.p,
+    salt.toString('base64'),
+    key.toString('base64'),
+  ].join('$');
 }
 
 /** Constant-time check of a presented secret against a stored hash. False on any malformed hash. */

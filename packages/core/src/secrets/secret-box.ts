@@ -8,23 +8,34 @@ export class SecretBox {
   readonly #key: Buffer;
 
   constructor(masterKey: Buffer) {
-    this.#key = Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), 'ens/secret-box/v1', 32));
+    this.#key = Buffer.from(
+      hkdfSync('sha256', masterKey, Buffer.alloc(0), 'ens/secret-box/v1', 32),
+    );
   }
 
   seal(plaintext: string): string {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
     const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+    return [
+      'v1',
+      iv.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+      ct.toString('base64url'),
+    ].join('.');
   }
 
   /** Throws when the value was sealed under another master key or was tampered with. */
   open(sealed: string): string {
     const [v, iv, tag, ct] = sealed.split('.');
-    if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('sealed secret has an unknown format');
+    if (v !== 'v1' || !iv || !tag || ct === undefined)
+      throw new Error('sealed secret has an unknown format');
     const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+    return Buffer.concat([
+      decipher.update(Buffer.from(ct, 'base64url')),
+      decipher.final(),
+    ]).toString('utf8');
   }
 }
 

@@ -25,7 +25,10 @@ interface Row {
   over_quota: number | null;
 }
 
-const SQL = { name: 'ens_accept_batch', text: 'SELECT * FROM ens_accept_batch(p_items => $1::jsonb)' };
+const SQL = {
+  name: 'ens_accept_batch',
+  text: 'SELECT * FROM ens_accept_batch(p_items => $1::jsonb)',
+};
 
 const MAX_RETRIES = 3;
 
@@ -50,7 +53,10 @@ const UNREPRESENTABLE = /(?<!\\)((?:\\\\)*)\\u(0000|d[89a-f][0-9a-f]{2})/g;
  */
 function asPgText(json: string): string {
   if (!json.includes('\\u')) return json;
-  return json.replace(UNREPRESENTABLE, (_, slashes: string, code: string) => slashes + (code === '0000' ? '\u0000' : '\ufffd'));
+  return json.replace(
+    UNREPRESENTABLE,
+    (_, slashes: string, code: string) => slashes + (code === '0000' ? '\u0000' : '\ufffd'),
+  );
 }
 
 /**
@@ -77,18 +83,32 @@ function itemJson(a: AcceptInput): string {
       event_type: a.eventType,
       reference: a.reference,
       callback_url: a.callbackUrl,
-      deliveries: a.deliveries.map((d) => ({ id: d.id, channel: d.channel, recipient: d.recipient })),
+      deliveries: a.deliveries.map((d) => ({
+        id: d.id,
+        channel: d.channel,
+        recipient: d.recipient,
+      })),
       quotas,
-      ...(a.mediaRefs?.length ? { media_refs: a.mediaRefs.map((r) => ({ key: r.key, delivery_id: r.deliveryId })) } : {}),
+      ...(a.mediaRefs?.length
+        ? { media_refs: a.mediaRefs.map((r) => ({ key: r.key, delivery_id: r.deliveryId })) }
+        : {}),
       ...(a.traceparent ? { traceparent: a.traceparent } : {}),
     }),
   );
   return `${fields.slice(0, -1)},"messages":${JSON.stringify(a.messages) ?? 'null'}}`;
 }
 
-/** A failure that PostgreSQL reported for the statement (so it was rolled back), not a lost connection. */
+/**
+ * A failure that PostgreSQL reported for the statement (so it was rolled back), not a lost
+ * connection.
+ */
 function isStatementError(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && typeof (e as { severity?: unknown }).severity === 'string' && (e as { severity: string }).severity === 'ERROR';
+  return (
+    typeof e === 'object' &&
+    e !== null &&
+    typeof (e as { severity?: unknown }).severity === 'string' &&
+    (e as { severity: string }).severity === 'ERROR'
+  );
 }
 
 /**
@@ -130,10 +150,17 @@ export class AcceptBatcher {
         case 'tenant':
           throw Errors.tenantNotProvisioned(a.tenant);
         case 'quota':
-          throw Errors.quotaExceeded(row.over_channel ?? 'channel', Number(row.over_quota), secondsToUtcMidnight());
+          throw Errors.quotaExceeded(
+            row.over_channel ?? 'channel',
+            Number(row.over_quota),
+            secondsToUtcMidnight(),
+          );
         case 'retry':
           // The key's row was gone when read (see ens_accept_batch): send the item again.
-          if (tries >= MAX_RETRIES) throw new Error(`idempotency key kept vanishing while accepting (${MAX_RETRIES} tries)`);
+          if (tries >= MAX_RETRIES)
+            throw new Error(
+              `idempotency key kept vanishing while accepting (${MAX_RETRIES} tries)`,
+            );
           continue;
         default:
           throw new Error(`ens_accept_batch: unknown outcome ${String(row.outcome)}`);

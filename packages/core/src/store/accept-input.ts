@@ -24,7 +24,10 @@ export interface AcceptInput {
   mediaRefs?: { key: string; deliveryId: string }[];
   /** Daily quota per channel for this client (0 = unlimited). */
   quota: (channel: Channel) => number;
-  /** W3C traceparent of the accept's span, stored so the worker's and callbacks' spans join its trace; absent when untraced. */
+  /**
+   * W3C traceparent of the accept's span, stored so the worker's and callbacks' spans join its
+   * trace; absent when untraced.
+   */
   traceparent?: string | null;
 }
 

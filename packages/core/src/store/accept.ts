@@ -26,12 +26,33 @@ export function acceptHandoff(db: Db, a: AcceptInput): Promise<AcceptOutcome> {
  * locks; what changes in between (a racing request, a tenant deleted) can still refuse the request
  * after its files are written, and the media collector removes those after ENS_MEDIA_GRACE.
  */
-export async function refuseBeforeStoring(db: Db, a: Pick<AcceptInput, 'clientId' | 'idempotencyKey' | 'requestHash' | 'tenant' | 'deliveries' | 'quota'>): Promise<string | null> {
+export async function refuseBeforeStoring(
+  db: Db,
+  a: Pick<
+    AcceptInput,
+    'clientId' | 'idempotencyKey' | 'requestHash' | 'tenant' | 'deliveries' | 'quota'
+  >,
+): Promise<string | null> {
   const counts = new Map<Channel, number>();
   for (const d of a.deliveries) counts.set(d.channel, (counts.get(d.channel) ?? 0) + 1);
-  const quoted = [...counts].map(([channel, count]) => ({ channel, count, quota: a.quota(channel) })).filter((q) => q.quota > 0);
-  const { rows } = await db.query<{ hash: string | null; response: string | null; tenant: boolean; used: Record<string, number> }>(
+  const quoted = [...counts]
+    .map(([channel, count]) => ({ channel, count, quota: a.quota(channel) }))
+    .filter((q) => q.quota > 0);
+  // A replay's 202 must be as durable as the first one (issue 26): the key read may be a commit
+  // on this server only, whose wait for a synchronous standby was cut off. A read commits without
+  // waiting for any standby; a write when a key is found (and only then: a first accept pays
+  // nothing) makes this statement's commit wait until the standby has everything before it, the
+  // key included, as a first accept's commit waits. The write is the smallest there is (see
+  // ens_accept_batch.sql).
+  const { rows } = await db.query<{
+    hash: string | null;
+    response: string | null;
+    tenant: boolean;
+    used: Record<string, number>;
+  }>(
     `SELECT k.request_hash AS hash, k.response,
+            CASE WHEN k.request_hash IS NOT NULL
+              THEN pg_logical_emit_message(true, 'ens.replay', '') END AS replicated,
             EXISTS (SELECT FROM tenants WHERE client_id = $1 AND id = $3) AS tenant,
             (SELECT coalesce(jsonb_object_agg(channel, count), '{}') FROM usage_daily
               WHERE client_id = $1 AND day = (now() AT TIME ZONE 'UTC')::date AND channel = ANY ($4::text[])) AS used
@@ -45,13 +66,17 @@ export async function refuseBeforeStoring(db: Db, a: Pick<AcceptInput, 'clientId
   }
   if (!row.tenant) throw Errors.tenantNotProvisioned(a.tenant);
   for (const q of quoted) {
-    if ((row.used[q.channel] ?? 0) + q.count > q.quota) throw Errors.quotaExceeded(q.channel, q.quota, secondsToUtcMidnight());
+    if ((row.used[q.channel] ?? 0) + q.count > q.quota)
+      throw Errors.quotaExceeded(q.channel, q.quota, secondsToUtcMidnight());
   }
   return null;
 }
 
 /** Deletes idempotency keys older than the retention; returns how many. */
 export async function purgeIdempotencyKeys(db: Db, olderThanMs: number): Promise<number> {
-  const r = await db.query(`DELETE FROM idempotency_keys WHERE created_at < now() - ($1::bigint * interval '1 millisecond')`, [olderThanMs]);
+  const r = await db.query(
+    `DELETE FROM idempotency_keys WHERE created_at < now() - ($1::bigint * interval '1 millisecond')`,
+    [olderThanMs],
+  );
   return r.rowCount ?? 0;
 }

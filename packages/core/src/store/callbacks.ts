@@ -2,6 +2,13 @@ import type { Db } from '../db/pool.ts';
 import { Coalescer } from '../db/coalescer.ts';
 import { isoSql, queryByIds } from '../db/pool.ts';
 import { wakeCallbacks, type CallbackWakeup, type WakeupTarget } from '../nats/wakeups.ts';
+import {
+  HORIZON_MS,
+  LeaderChangeRewakes,
+  LOOKBACK_MS,
+  PLAN_LIMIT,
+  type PlannedRow,
+} from './leader-change-rewakes.ts';
 
 export interface ClaimedCallback {
   id: string;
@@ -28,7 +35,10 @@ export interface DeadLetter {
   updated_at: string;
 }
 
-export type CallbackClaim = ClaimedCallback | { miss: 'done' | 'leased' | 'missing' } | { miss: 'not_due'; dueInMs: number };
+export type CallbackClaim =
+  | ClaimedCallback
+  | { miss: 'done' | 'leased' | 'missing' }
+  | { miss: 'not_due'; dueInMs: number };
 
 export type PostResult = { ok: boolean; httpStatus?: number; error?: string };
 
@@ -41,15 +51,22 @@ export type PostResult = { ok: boolean; httpStatus?: number; error?: string };
  */
 const CLAIM_BATCH = 128;
 const RECORD_BATCH = 128;
-/** Both commit asynchronously (see createAsyncCommitPool): one batch at a time keeps batches large. */
+/**
+ * Both commit asynchronously (see createAsyncCommitPool): one batch at a time keeps batches large.
+ */
 const IN_FLIGHT = 1;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const CLAIM_SQL = `
-UPDATE callbacks c SET lease_until = now() + x.lease_ms * interval '1 millisecond', attempts = c.attempts + 1, updated_at = now()
+-- updated_at is left for the outcome (it orders callbacks_dead): a claim that changes no indexed
+-- column is a HOT update, on the room migration 012 leaves on each page.
+UPDATE callbacks c SET lease_until = now() + x.lease_ms * interval '1 millisecond', attempts = c.attempts + 1,
+       claimed_by = $3
   FROM unnest($1::uuid[], $2::float8[]) AS x(id, lease_ms)
  WHERE c.id = x.id AND c.id = ANY($1::uuid[])
+   -- The claiming process's session, as for deliveries (see the delivery claim in deliveries.ts).
+   AND ($3::int IS NULL OR EXISTS (SELECT 1 FROM process_sessions s WHERE s.id = $3))
    -- In a CASE so that rows are found by primary key, never by scanning callbacks_due (see the
    -- delivery claim in deliveries.ts).
    AND CASE WHEN c.status = 'pending' AND c.next_attempt_at <= now() AND (c.lease_until IS NULL OR c.lease_until < now()) THEN true ELSE false END
@@ -89,6 +106,34 @@ interface HoldOffRequest {
   holdMs: number;
 }
 
+/*
+ * The callbacks a leader change of their consumer may have left waiting on a lost nak
+ * (leader-change-rewakes.ts), as for deliveries: two range reads of callbacks_due.
+ */
+const REWAKE_PLAN_SQL = `
+(SELECT id, (extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS "dueInMs"
+   FROM callbacks
+  WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < now())
+    AND next_attempt_at > now() - $1 * interval '1 millisecond' AND next_attempt_at <= now()
+  ORDER BY next_attempt_at DESC LIMIT $3)
+UNION ALL
+(SELECT id, (extract(epoch FROM next_attempt_at - now()) * 1000)::float8
+   FROM callbacks
+  WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < now())
+    AND next_attempt_at > now() AND next_attempt_at <= now() + $2 * interval '1 millisecond'
+  ORDER BY next_attempt_at LIMIT $3)`;
+
+/**
+ * Those of a plan's callbacks still waiting, by primary key; one handed back for a while (held
+ * off, see HOLD_OFF_SQL) is left to its own wake-up.
+ */
+const REWAKE_PASS_SQL = `
+SELECT id, client_id AS "clientId" FROM callbacks
+ WHERE id = ANY($1::uuid[])
+   AND CASE WHEN status = 'pending' AND next_attempt_at <= now()
+                 AND (lease_until IS NULL OR lease_until < now())
+                 AND (swept_at IS NULL OR swept_at <= now()) THEN true ELSE false END`;
+
 interface ClaimRequest {
   id: string;
   leaseMs: number;
@@ -105,23 +150,65 @@ interface RecordRequest {
 
 export class CallbackStore {
   readonly #claims: Coalescer<ClaimRequest, CallbackClaim>;
-  readonly #records: Coalescer<RecordRequest, void>;
-  readonly #holdOffs: Coalescer<HoldOffRequest, void>;
+  readonly #records: Coalescer<RecordRequest, undefined>;
+  readonly #holdOffs: Coalescer<HoldOffRequest, undefined>;
   readonly #wake: WakeupTarget | null;
+  readonly #session: { id(): number | null } | null;
+  readonly #rewakes: LeaderChangeRewakes<'callbacks'> | null;
 
   /**
    * @param leases a pool with asynchronous commit (see createAsyncCommitPool), for claims and attempt records
    * @param wake where callbacks put back in the queue (replays, the sweeper's) are woken after the commit
+   * @param session this process's session (store/process-sessions.ts), which claims record
    */
   constructor(
     private readonly db: Db,
     private readonly leases: Db = db,
     wake: WakeupTarget | null = null,
+    session: { id(): number | null } | null = null,
   ) {
     this.#wake = wake;
-    this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), { maxBatch: CLAIM_BATCH, maxInFlight: IN_FLIGHT });
-    this.#records = new Coalescer((reqs) => this.#recordBatch(reqs), { maxBatch: RECORD_BATCH, maxInFlight: IN_FLIGHT });
-    this.#holdOffs = new Coalescer((reqs) => this.#holdOffBatch(reqs), { maxBatch: HOLD_OFF_BATCH, flush: 'end-of-turn' });
+    this.#session = session;
+    this.#claims = new Coalescer((reqs) => this.#claimBatch(reqs), {
+      maxBatch: CLAIM_BATCH,
+      maxInFlight: IN_FLIGHT,
+    });
+    this.#records = new Coalescer((reqs) => this.#recordBatch(reqs), {
+      maxBatch: RECORD_BATCH,
+      maxInFlight: IN_FLIGHT,
+    });
+    this.#holdOffs = new Coalescer((reqs) => this.#holdOffBatch(reqs), {
+      maxBatch: HOLD_OFF_BATCH,
+      flush: 'end-of-turn',
+    });
+    this.#rewakes = wake
+      ? new LeaderChangeRewakes<'callbacks'>({
+          plan: async () =>
+            (
+              await this.db.query<PlannedRow>(REWAKE_PLAN_SQL, [
+                LOOKBACK_MS,
+                HORIZON_MS,
+                PLAN_LIMIT,
+              ])
+            ).rows,
+          pass: async (_key, ids) => {
+            const { rows } = await this.db.query<CallbackWakeup>(REWAKE_PASS_SQL, [ids]);
+            this.#wakeAll(rows);
+            return rows.length;
+          },
+          logger: wake.logger,
+          kind: 'callback',
+        })
+      : null;
+  }
+
+  /**
+   * After the callbacks consumer elected a JetStream leader: wakes, each shortly after its due
+   * time, the callbacks whose nak the old leader may have answered and then lost
+   * (leader-change-rewakes.ts). Never throws; a store without a wake-up target does nothing.
+   */
+  afterLeaderChange(): void {
+    this.#rewakes?.afterLeaderChange('callbacks');
   }
 
   /**
@@ -133,22 +220,41 @@ export class CallbackStore {
     return this.#holdOffs.call({ id: id.toLowerCase(), holdMs });
   }
 
-  async #holdOffBatch(reqs: HoldOffRequest[]): Promise<void[]> {
-    await queryByIds(this.leases, { name: 'ens-hold-off-callbacks', text: HOLD_OFF_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.holdMs)] });
+  async #holdOffBatch(reqs: HoldOffRequest[]): Promise<undefined[]> {
+    await queryByIds(this.leases, {
+      name: 'ens-hold-off-callbacks',
+      text: HOLD_OFF_SQL,
+      values: [reqs.map((r) => r.id), reqs.map((r) => r.holdMs)],
+    });
     return reqs.map(() => undefined);
   }
 
-  /** Leases a due callback for one post; a miss when it is not due, leased elsewhere or finished. */
+  /**
+   * Leases a due callback for one post; a miss when it is not due, leased elsewhere or finished.
+   */
   claim(id: string, leaseMs: number): Promise<CallbackClaim> {
     if (!UUID.test(id)) return Promise.resolve({ miss: 'missing' });
     return this.#claims.call({ id: id.toLowerCase(), leaseMs });
   }
 
   async #claimBatch(reqs: ClaimRequest[]): Promise<CallbackClaim[]> {
-    const { rows } = await queryByIds(this.leases, { name: 'ens-claim-callbacks', text: CLAIM_SQL, values: [reqs.map((r) => r.id), reqs.map((r) => r.leaseMs)] });
+    const { rows } = await queryByIds(this.leases, {
+      name: 'ens-claim-callbacks',
+      text: CLAIM_SQL,
+      values: [reqs.map((r) => r.id), reqs.map((r) => r.leaseMs), this.#session?.id() ?? null],
+    });
     const claimed = new Map<string, ClaimedCallback>();
     for (const r of rows) {
-      claimed.set(r.id, { id: r.id, deliveryId: r.delivery_id, clientId: r.client_id, url: r.url, body: r.body, attempt: r.attempts, attemptInRound: r.in_round, traceparent: r.traceparent });
+      claimed.set(r.id, {
+        id: r.id,
+        deliveryId: r.delivery_id,
+        clientId: r.client_id,
+        url: r.url,
+        body: r.body,
+        attempt: r.attempts,
+        attemptInRound: r.in_round,
+        traceparent: r.traceparent,
+      });
     }
     // Each claimed row goes to the first request that named it; any other request is a miss.
     const out: (CallbackClaim | null)[] = reqs.map((r) => {
@@ -159,7 +265,16 @@ export class CallbackStore {
     });
     const missed = reqs.filter((_, i) => out[i] === null).map((r) => r.id);
     if (missed.length === 0) return out as CallbackClaim[];
-    const why = await this.db.query<{ id: string; status: string; leased: boolean; due_ms: number }>({ name: 'ens-claim-callbacks-missed', text: CLAIM_MISS_SQL, values: [[...new Set(missed)]] });
+    const why = await this.db.query<{
+      id: string;
+      status: string;
+      leased: boolean;
+      due_ms: number;
+    }>({
+      name: 'ens-claim-callbacks-missed',
+      text: CLAIM_MISS_SQL,
+      values: [[...new Set(missed)]],
+    });
     const byId = new Map(why.rows.map((w) => [w.id, w]));
     return out.map((o, i): CallbackClaim => {
       if (o !== null) return o;
@@ -175,7 +290,11 @@ export class CallbackStore {
    * Records one post. `retryInMs` null means no retry is left: a failure then becomes a dead
    * letter that an operator can replay.
    */
-  async record(cb: ClaimedCallback, result: PostResult, retryInMs: number | null): Promise<'delivered' | 'pending' | 'dead'> {
+  async record(
+    cb: ClaimedCallback,
+    result: PostResult,
+    retryInMs: number | null,
+  ): Promise<'delivered' | 'pending' | 'dead'> {
     const status = result.ok ? 'delivered' : retryInMs === null ? 'dead' : 'pending';
     await this.#records.call({
       id: cb.id,
@@ -188,9 +307,20 @@ export class CallbackStore {
     return status;
   }
 
-  async #recordBatch(reqs: RecordRequest[]): Promise<void[]> {
+  async #recordBatch(reqs: RecordRequest[]): Promise<undefined[]> {
     const col = <K extends keyof RecordRequest>(k: K) => reqs.map((r) => r[k]);
-    await queryByIds(this.leases, { name: 'ens-record-callbacks', text: RECORD_SQL, values: [col('id'), col('status'), col('error'), col('retryInMs'), col('attempt'), col('httpStatus')] });
+    await queryByIds(this.leases, {
+      name: 'ens-record-callbacks',
+      text: RECORD_SQL,
+      values: [
+        col('id'),
+        col('status'),
+        col('error'),
+        col('retryInMs'),
+        col('attempt'),
+        col('httpStatus'),
+      ],
+    });
     return reqs.map(() => undefined);
   }
 
@@ -237,8 +367,12 @@ export class CallbackStore {
     return rows;
   }
 
-  /** After a commit that put callbacks (back) in the queue: the callbacks role's wake-ups. Never throws. */
+  /**
+   * After a commit that put callbacks (back) in the queue: the callbacks role's wake-ups. Never
+   * throws.
+   */
   #wakeAll(callbacks: readonly CallbackWakeup[]): void {
-    if (this.#wake && callbacks.length > 0) wakeCallbacks(this.#wake.nc, callbacks, this.#wake.logger);
+    if (this.#wake && callbacks.length > 0)
+      wakeCallbacks(this.#wake.nc, callbacks, this.#wake.logger);
   }
 }

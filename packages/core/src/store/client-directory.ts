@@ -9,7 +9,8 @@ import { CLIENT_CHANGES_CHANNEL, type ClientRow, type ClientStore } from './clie
  */
 export class ClientDirectory {
   readonly #cache = new Map<string, Promise<ClientRow | null>>();
-  #listener: pg.PoolClient | null = null;
+  /** The session that listens, once its LISTEN has succeeded; the cache is used only then. */
+  #listener: Listening | null = null;
   #closed = false;
 
   constructor(
@@ -21,28 +22,65 @@ export class ClientDirectory {
     await this.#listen();
   }
 
+  /*
+   * Every client this checks out is released exactly once, whatever happens first: its LISTEN
+   * failing, its connection dying, or close() (which may come while a connect is under way). A
+   * client left checked out makes the pool's end() wait forever: the api role's stop hung so when
+   * PostgreSQL came back just before it (test/fault/client-directory-pg-away.test.ts).
+   */
   async #listen(): Promise<void> {
     if (this.#closed) return;
+    let client: pg.PoolClient;
     try {
-      const c = await this.db.connect();
-      c.on('notification', (n) => {
-        if (n.payload) this.#cache.delete(n.payload);
-      });
-      c.on('error', () => this.#lost(c));
-      c.on('end', () => this.#lost(c));
-      await c.query(`LISTEN ${CLIENT_CHANGES_CHANNEL}`);
-      this.#listener = c;
+      client = await this.db.connect();
     } catch {
-      setTimeout(() => void this.#listen(), 1000).unref();
+      this.#again(1000);
+      return;
     }
+    const l: Listening = { client, released: false, lost: () => {} };
+    l.lost = () => {
+      if (this.#listener === l) {
+        this.#listener = null;
+        this.#cache.clear();
+      }
+      if (this.#release(l, true)) this.#again(500);
+    };
+    client.on('notification', (n) => {
+      if (n.payload && this.#listener === l) this.#cache.delete(n.payload);
+    });
+    client.on('error', l.lost);
+    client.on('end', l.lost);
+    if (this.#closed) {
+      this.#release(l, true);
+      return;
+    }
+    try {
+      await client.query(`LISTEN ${CLIENT_CHANGES_CHANNEL}`);
+    } catch {
+      l.lost();
+      return;
+    }
+    if (l.released) return;
+    // Closed while LISTEN was on its way: the session listens, so it is not given back to the pool.
+    if (this.#closed) this.#release(l, true);
+    else this.#listener = l;
   }
 
-  #lost(c: pg.PoolClient): void {
-    if (this.#listener !== c) return;
-    this.#listener = null;
-    this.#cache.clear();
-    c.release(true);
-    setTimeout(() => void this.#listen(), 500).unref();
+  #again(ms: number): void {
+    if (!this.#closed) setTimeout(() => void this.#listen(), ms).unref();
+  }
+
+  /** Releases the client once (`destroy`: its connection is closed); false when it already was. */
+  #release(l: Listening, destroy: boolean): boolean {
+    if (l.released) return false;
+    l.released = true;
+    l.client.off('error', l.lost);
+    l.client.off('end', l.lost);
+    l.client.removeAllListeners('notification');
+    // An error on the way back to the pool must not become an uncaught one.
+    if (destroy) l.client.on('error', () => {});
+    l.client.release(destroy || undefined);
+    return true;
   }
 
   get(id: string): Promise<ClientRow | null> {
@@ -58,11 +96,20 @@ export class ClientDirectory {
 
   async close(): Promise<void> {
     this.#closed = true;
-    const c = this.#listener;
+    const l = this.#listener;
     this.#listener = null;
-    if (c) {
-      await c.query(`UNLISTEN ${CLIENT_CHANGES_CHANNEL}`).catch(() => {});
-      c.release();
-    }
+    if (!l) return;
+    const unlistened = await l.client.query(`UNLISTEN ${CLIENT_CHANGES_CHANNEL}`).then(
+      () => true,
+      () => false,
+    );
+    this.#release(l, !unlistened);
   }
+}
+
+interface Listening {
+  client: pg.PoolClient;
+  released: boolean;
+  /** Called when the session's connection fails; releases the client and listens anew. */
+  lost: () => void;
 }

@@ -3,9 +3,22 @@ import { inTransaction, isoSql } from '../db/pool.ts';
 import { deliveryAddressSql, normaliseAddress } from '../consent/address.ts';
 import { wakeFeed, type WakeupTarget } from '../nats/wakeups.ts';
 import { Errors } from '../errors.ts';
-import type { Channel } from '../schemas/channel.ts';
-import type { ConsentPolicy, Suppression, SuppressionPage, SuppressionQuery, SuppressionReasonT, SuppressionSourceT } from '../schemas/suppression.ts';
+import { CHANNEL_RULES } from '../domain/channels.ts';
+import { CHANNELS, type Channel } from '../schemas/channel.ts';
+import type {
+  ConsentPolicy,
+  Suppression,
+  SuppressionPage,
+  SuppressionQuery,
+  SuppressionReasonT,
+  SuppressionSourceT,
+} from '../schemas/suppression.ts';
 import { SUPPRESSION_REASONS } from '../schemas/suppression.ts';
+
+/** The channels where must-deliver event types pass an opt-out or complaint (their rows say so). */
+const MUST_DELIVER_CHANNELS = CHANNELS.filter((c) => CHANNEL_RULES[c].mustDeliverPassesOptOut)
+  .map((c) => `'${c}'`)
+  .join(', ');
 
 /**
  * The condition under which suppressions row `s` (joined to its client as `sc`) stops delivery
@@ -19,7 +32,7 @@ export const suppressionMatchSql = (alias: string): string => `
   AND s.address = ${deliveryAddressSql(alias)} AND s.scope IN ('*', ${alias}.event_type)
   AND (s.expires_at IS NULL OR s.expires_at > now())
   AND s.reason = ANY (sc.suppression_reasons)
-  AND NOT (s.reason IN ('opt_out', 'complaint') AND s.channel IN ('email', 'push') AND ${alias}.event_type = ANY (sc.must_deliver_event_types))`;
+  AND NOT (s.reason IN ('opt_out', 'complaint') AND s.channel IN (${MUST_DELIVER_CHANNELS}) AND ${alias}.event_type = ANY (sc.must_deliver_event_types))`;
 
 /**
  * The entry that stops delivery row `alias`, as a correlated subquery. OFFSET 0 keeps it a subplan
@@ -76,6 +89,7 @@ const MAX_DETAIL = 1000;
  */
 const clip = (raw: string | null | undefined): string | null => {
   if (raw == null) return null;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: what evidence must not keep
   const s = raw.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, ' ');
   return s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL - 1)}…` : s;
 };
@@ -117,11 +131,14 @@ function encodeCursor(s: Pick<Suppression, 'channel' | 'address' | 'scope'>): st
 function decodeCursor(cursor: string): [string, string, string] {
   try {
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'string')) return v as [string, string, string];
+    if (Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'string'))
+      return v as [string, string, string];
   } catch {
     // fall through
   }
-  throw Errors.validation('cursor is not a next_cursor this service returned', [{ path: '/cursor', message: 'unknown cursor' }]);
+  throw Errors.validation('cursor is not a next_cursor this service returned', [
+    { path: '/cursor', message: 'unknown cursor' },
+  ]);
 }
 
 /** Which tenants a report about an address applies to. */
@@ -149,10 +166,13 @@ export class SuppressionStore {
   normalise(e: SuppressionInput): Normalised {
     const address = normaliseAddress(e.channel, e.address);
     if (address === null) {
-      throw Errors.validation(`"${e.address.slice(0, 100)}" is not a ${e.channel} address`, [{ path: '/address', message: `not a ${e.channel} address` }]);
+      throw Errors.validation(`"${e.address.slice(0, 100)}" is not a ${e.channel} address`, [
+        { path: '/address', message: `not a ${e.channel} address` },
+      ]);
     }
     let expiresAt = e.expiresAt ?? null;
-    if (expiresAt === null && e.reason === 'soft_bounce') expiresAt = new Date(Date.now() + this.opts.softBounceHoldMs).toISOString();
+    if (expiresAt === null && e.reason === 'soft_bounce')
+      expiresAt = new Date(Date.now() + this.opts.softBounceHoldMs).toISOString();
     return {
       tenant: e.tenant,
       channel: e.channel,
@@ -172,7 +192,11 @@ export class SuppressionStore {
    * Adds or updates entries (one statement). The tenants must exist for the client; the caller
    * checks that for entries given by hand. Returns the entries as stored and how many are new.
    */
-  async upsert(clientId: string, inputs: readonly SuppressionInput[], via: Db | DbClient = this.db): Promise<{ entries: Suppression[]; created: number }> {
+  async upsert(
+    clientId: string,
+    inputs: readonly SuppressionInput[],
+    via: Db | DbClient = this.db,
+  ): Promise<{ entries: Suppression[]; created: number }> {
     if (inputs.length === 0) return { entries: [], created: 0 };
     // One statement cannot upsert one key twice: the last of duplicates wins, as if sent in turn.
     const byKey = new Map<string, Normalised>();
@@ -183,8 +207,18 @@ export class SuppressionStore {
     const rows = [...byKey.values()];
     const col = <K extends keyof Normalised>(k: K) => rows.map((r) => r[k]);
     const r = await via.query<Suppression & { created: boolean }>(UPSERT_SQL, [
-      clientId, col('tenant'), col('channel'), col('address'), col('scope'), col('reason'), col('source'), col('provider'),
-      col('deliveryId'), col('detail'), col('createdBy'), col('expiresAt'),
+      clientId,
+      col('tenant'),
+      col('channel'),
+      col('address'),
+      col('scope'),
+      col('reason'),
+      col('source'),
+      col('provider'),
+      col('deliveryId'),
+      col('detail'),
+      col('createdBy'),
+      col('expiresAt'),
     ]);
     let created = 0;
     const entries = r.rows.map(({ created: c, ...e }) => {
@@ -195,7 +229,13 @@ export class SuppressionStore {
   }
 
   /** Removes an address's entries (one scope, or all of them); returns how many. */
-  async remove(clientId: string, tenant: string, channel: Channel, address: string, scope?: string): Promise<Suppression[]> {
+  async remove(
+    clientId: string,
+    tenant: string,
+    channel: Channel,
+    address: string,
+    scope?: string,
+  ): Promise<Suppression[]> {
     const key = normaliseAddress(channel, address);
     if (key === null) return [];
     const { rows } = await this.db.query<Suppression>(
@@ -212,7 +252,10 @@ export class SuppressionStore {
     const after = q.cursor !== undefined ? decodeCursor(q.cursor) : null;
     let address: string | null = null;
     if (q.address !== undefined) {
-      if (q.channel === undefined) throw Errors.validation('address needs channel: an address is normalised by its channel', [{ path: '/channel', message: 'required with address' }]);
+      if (q.channel === undefined)
+        throw Errors.validation('address needs channel: an address is normalised by its channel', [
+          { path: '/channel', message: 'required with address' },
+        ]);
       address = normaliseAddress(q.channel, q.address);
       if (address === null) return { results: [], next_cursor: null };
     }
@@ -222,32 +265,56 @@ export class SuppressionStore {
           AND ($5::text IS NULL OR address = $5)
           AND ($6::text IS NULL OR (channel, address, scope) > ($6, $7, $8))
         ORDER BY channel, address, scope LIMIT $9`,
-      [clientId, tenant, q.channel ?? null, q.reason ?? null, address, after?.[0] ?? null, after?.[1] ?? null, after?.[2] ?? null, limit],
+      [
+        clientId,
+        tenant,
+        q.channel ?? null,
+        q.reason ?? null,
+        address,
+        after?.[0] ?? null,
+        after?.[1] ?? null,
+        after?.[2] ?? null,
+        limit,
+      ],
     );
     const last = rows[rows.length - 1];
-    return { results: rows, next_cursor: rows.length === limit && last ? encodeCursor(last) : null };
+    return {
+      results: rows,
+      next_cursor: rows.length === limit && last ? encodeCursor(last) : null,
+    };
   }
 
   /** The client's consent policy. */
   async policy(clientId: string): Promise<ConsentPolicy | null> {
     const { rows } = await this.db.query<ConsentPolicy>(
-      'SELECT suppression_reasons, bulk_event_types, must_deliver_event_types FROM clients WHERE id = $1',
+      'SELECT suppression_reasons, bulk_event_types, must_deliver_event_types FROM clients ' +
+        'WHERE id = $1',
       [clientId],
     );
     return rows[0] ?? null;
   }
 
-  /** Changes the named parts of a client's consent policy; returns it, or null for an unknown client. */
+  /**
+   * Changes the named parts of a client's consent policy; returns it, or null for an unknown
+   * client.
+   */
   async setPolicy(clientId: string, p: Partial<ConsentPolicy>): Promise<ConsentPolicy | null> {
     for (const r of p.suppression_reasons ?? []) {
-      if (!(SUPPRESSION_REASONS as readonly string[]).includes(r)) throw Errors.badRequest(`"${r}" is not a suppression reason; use ${SUPPRESSION_REASONS.join(', ')}`);
+      if (!(SUPPRESSION_REASONS as readonly string[]).includes(r))
+        throw Errors.badRequest(
+          `"${r}" is not a suppression reason; use ${SUPPRESSION_REASONS.join(', ')}`,
+        );
     }
     const { rows } = await this.db.query<ConsentPolicy>(
       `UPDATE clients SET suppression_reasons = coalesce($2, suppression_reasons), bulk_event_types = coalesce($3, bulk_event_types),
               must_deliver_event_types = coalesce($4, must_deliver_event_types)
         WHERE id = $1 RETURNING suppression_reasons, bulk_event_types, must_deliver_event_types`,
-      [clientId, p.suppression_reasons ? [...new Set(p.suppression_reasons)] : null, p.bulk_event_types ? [...new Set(p.bulk_event_types)] : null,
-        p.must_deliver_event_types ? [...new Set(p.must_deliver_event_types)] : null],
+      [
+        clientId,
+        p.suppression_reasons ? [...new Set(p.suppression_reasons)] : null,
+        p.bulk_event_types ? [...new Set(p.bulk_event_types)] : null,
+        p.must_deliver_event_types ? [...new Set(p.must_deliver_event_types)] : null,
+      ],
     );
     return rows[0] ?? null;
   }
@@ -261,7 +328,14 @@ export class SuppressionStore {
    */
   async reportForDelivery(
     find: { deliveryId: string } | { provider: string; providerMessageId: string },
-    r: { kind: ReportKind; source: SuppressionSourceT; provider?: string | null; detail: string; at: Date; scopeToEventType?: boolean },
+    r: {
+      kind: ReportKind;
+      source: SuppressionSourceT;
+      provider?: string | null;
+      detail: string;
+      at: Date;
+      scopeToEventType?: boolean;
+    },
   ): Promise<{ deliveryId: string; clientId: string; entries: number; changed: boolean } | null> {
     const res = await this.#reportForDelivery(find, r);
     if (res?.changed && this.wake) wakeFeed(this.wake.nc);
@@ -270,11 +344,26 @@ export class SuppressionStore {
 
   #reportForDelivery(
     find: { deliveryId: string } | { provider: string; providerMessageId: string },
-    r: { kind: ReportKind; source: SuppressionSourceT; provider?: string | null; detail: string; at: Date; scopeToEventType?: boolean },
+    r: {
+      kind: ReportKind;
+      source: SuppressionSourceT;
+      provider?: string | null;
+      detail: string;
+      at: Date;
+      scopeToEventType?: boolean;
+    },
   ): Promise<{ deliveryId: string; clientId: string; entries: number; changed: boolean } | null> {
     return inTransaction(this.db, async (c) => {
       const byId = 'deliveryId' in find;
-      const found = await c.query<{ id: string; client_id: string; tenant: string; channel: Channel; recipient: string; event_type: string; status: string }>(
+      const found = await c.query<{
+        id: string;
+        client_id: string;
+        tenant: string;
+        channel: Channel;
+        recipient: string;
+        event_type: string;
+        status: string;
+      }>(
         `SELECT id, client_id, tenant, channel, recipient, event_type, status FROM deliveries
           WHERE ${byId ? 'id = $1::uuid' : 'provider = $1 AND provider_message_id = $2'} FOR UPDATE`,
         byId ? [find.deliveryId] : [find.provider, find.providerMessageId],
@@ -283,18 +372,40 @@ export class SuppressionStore {
       if (!d) return null;
       let entries = 0;
       if (r.kind === 'opt_in') {
-        entries = await this.#optIn(c, [{ clientId: d.client_id, tenant: d.tenant }], d.channel, d.recipient);
+        entries = await this.#optIn(
+          c,
+          [{ clientId: d.client_id, tenant: d.tenant }],
+          d.channel,
+          d.recipient,
+        );
       } else {
-        const res = await this.upsert(d.client_id, [{
-          tenant: d.tenant, channel: d.channel, address: d.recipient, scope: r.scopeToEventType ? d.event_type : '*', reason: r.kind, source: r.source,
-          provider: r.provider ?? null, deliveryId: d.id, detail: r.detail,
-        }], c);
+        const res = await this.upsert(
+          d.client_id,
+          [
+            {
+              tenant: d.tenant,
+              channel: d.channel,
+              address: d.recipient,
+              scope: r.scopeToEventType ? d.event_type : '*',
+              reason: r.kind,
+              source: r.source,
+              provider: r.provider ?? null,
+              deliveryId: d.id,
+              detail: r.detail,
+            },
+          ],
+          c,
+        );
         entries = res.entries.length;
       }
       let changed = false;
       const at = r.at.toISOString();
       if (r.kind === 'hard_bounce' || r.kind === 'soft_bounce' || r.kind === 'complaint') {
-        await c.query('INSERT INTO delivery_events (delivery_id, kind, occurred_at, detail) VALUES ($1, $2, $3, $4)', [d.id, r.kind, at, clip(r.detail)]);
+        await c.query(
+          'INSERT INTO delivery_events (delivery_id, kind, occurred_at, detail) VALUES ($1, ' +
+            '$2, $3, $4)',
+          [d.id, r.kind, at, clip(r.detail)],
+        );
         const column = r.kind === 'complaint' ? 'complained_at' : 'bounced_at';
         const upd = await c.query(
           `UPDATE deliveries SET ${column} = $2, version = version + 1, stamp_pending = true WHERE id = $1 AND ${column} IS NULL`,
@@ -322,14 +433,25 @@ export class SuppressionStore {
     if (address === null) return { entries: 0 };
     const targets = await this.#targets(r.channel, r.sender);
     if (targets.length === 0) return { entries: 0 };
-    if (r.kind === 'opt_in') return { entries: await this.#optIn(this.db, targets, r.channel, address) };
+    if (r.kind === 'opt_in')
+      return { entries: await this.#optIn(this.db, targets, r.channel, address) };
     let entries = 0;
     const byClient = new Map<string, string[]>();
-    for (const t of targets) byClient.set(t.clientId, [...(byClient.get(t.clientId) ?? []), t.tenant]);
+    for (const t of targets)
+      byClient.set(t.clientId, [...(byClient.get(t.clientId) ?? []), t.tenant]);
     for (const [clientId, tenants] of byClient) {
-      const res = await this.upsert(clientId, tenants.map((tenant) => ({
-        tenant, channel: r.channel, address, reason: r.kind as SuppressionReasonT, source: 'provider' as const, provider: r.provider, detail: r.detail,
-      })));
+      const res = await this.upsert(
+        clientId,
+        tenants.map((tenant) => ({
+          tenant,
+          channel: r.channel,
+          address,
+          reason: r.kind as SuppressionReasonT,
+          source: 'provider' as const,
+          provider: r.provider,
+          detail: r.detail,
+        })),
+      );
       entries += res.entries.length;
     }
     return { entries };
@@ -339,7 +461,10 @@ export class SuppressionStore {
    * A report about an address alone must name the sender it was written to: a scan of every
    * delivery for its recipient would cost the whole record, and a STOP binds only its sender.
    */
-  async #targets(channel: Channel, sender: { id: string; isDefault: boolean } | undefined): Promise<ReportTarget[]> {
+  async #targets(
+    channel: Channel,
+    sender: { id: string; isDefault: boolean } | undefined,
+  ): Promise<ReportTarget[]> {
     if (!sender) return [];
     // The setting that names the sender a tenant sends from, per channel.
     const key = channel === 'whatsapp' ? 'whatsapp_phone_number_id' : 'sender_id';
@@ -352,7 +477,12 @@ export class SuppressionStore {
   }
 
   /** An opt-in (START) lifts opt-outs of the address, and nothing else: a bounce still stands. */
-  async #optIn(via: Db | DbClient, targets: readonly ReportTarget[], channel: Channel, address: string): Promise<number> {
+  async #optIn(
+    via: Db | DbClient,
+    targets: readonly ReportTarget[],
+    channel: Channel,
+    address: string,
+  ): Promise<number> {
     const key = normaliseAddress(channel, address);
     if (key === null) return 0;
     const r = await via.query(

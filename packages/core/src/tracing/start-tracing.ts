@@ -23,7 +23,10 @@ export function tracingWanted(c: TracingConfig): boolean {
   return c.exporter === 'otlp' || c.endpoint !== undefined || c.tracesEndpoint !== undefined;
 }
 
-/** Where spans are posted, as the OTLP exporter specification composes it; undefined: the exporter's default. */
+/**
+ * Where spans are posted, as the OTLP exporter specification composes it; undefined: the exporter's
+ * default.
+ */
 export function tracesUrl(c: TracingConfig): string | undefined {
   if (c.tracesEndpoint !== undefined) return c.tracesEndpoint;
   if (c.endpoint !== undefined) return `${c.endpoint.replace(/\/+$/, '')}/v1/traces`;
@@ -34,10 +37,19 @@ export function tracesUrl(c: TracingConfig): string | undefined {
 function diagLogger(logger: Logger): DiagLogger {
   const log = logger.child({ component: 'opentelemetry' });
   const quiet = () => {};
-  return { error: (msg, ...args) => log.warn({ args }, msg), warn: (msg, ...args) => log.warn({ args }, msg), info: quiet, debug: quiet, verbose: quiet };
+  return {
+    error: (msg, ...args) => log.warn({ args }, msg),
+    warn: (msg, ...args) => log.warn({ args }, msg),
+    info: quiet,
+    debug: quiet,
+    verbose: quiet,
+  };
 }
 
-/** No tracing: what startTracing gives when nothing asks for it, and what a process without roles uses. */
+/**
+ * No tracing: what startTracing gives when nothing asks for it, and what a process without roles
+ * uses.
+ */
 export const TRACING_OFF: Tracing = { on: false, shutdown: async () => {} };
 
 /**
@@ -49,7 +61,12 @@ export const TRACING_OFF: Tracing = { on: false, shutdown: async () => {} };
  */
 export async function startTracing(c: TracingConfig, logger: Logger): Promise<Tracing> {
   if (!tracingWanted(c)) return TRACING_OFF;
-  const [{ parseKeyPairsIntoRecord }, { OTLPTraceExporter }, { resourceFromAttributes }, { BatchSpanProcessor, TracerProvider }] = await Promise.all([
+  const [
+    { parseKeyPairsIntoRecord },
+    { OTLPTraceExporter },
+    { resourceFromAttributes },
+    { BatchSpanProcessor, TracerProvider },
+  ] = await Promise.all([
     import('@opentelemetry/core'),
     import('@opentelemetry/exporter-trace-otlp-proto'),
     import('@opentelemetry/resources'),
@@ -66,7 +83,10 @@ export async function startTracing(c: TracingConfig, logger: Logger): Promise<Tr
   });
   trace.setGlobalTracerProvider(provider);
   setTracingOn(true);
-  logger.info({ url: tracesUrl(c) ?? 'http://localhost:4318/v1/traces', serviceName: c.serviceName }, 'exporting traces');
+  logger.info(
+    { url: tracesUrl(c) ?? 'http://localhost:4318/v1/traces', serviceName: c.serviceName },
+    'exporting traces',
+  );
   let stopped: Promise<void> | undefined;
   return {
     on: true,

@@ -1,4 +1,11 @@
-import { defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, trace, type Context, type Span } from '@opentelemetry/api';
+import {
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  ROOT_CONTEXT,
+  trace,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
 /*
@@ -9,20 +16,33 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
  */
 const w3c = new W3CTraceContextPropagator();
 
-/** The context whose span is the one `traceparent` names; the root context when it is absent or malformed. */
+/**
+ * The context whose span is the one `traceparent` names; the root context when it is absent or
+ * malformed.
+ */
 export function contextFrom(traceparent: string | null | undefined, tracestate?: string): Context {
   if (!traceparent) return ROOT_CONTEXT;
-  return w3c.extract(ROOT_CONTEXT, tracestate ? { traceparent, tracestate } : { traceparent }, defaultTextMapGetter);
+  return w3c.extract(
+    ROOT_CONTEXT,
+    tracestate ? { traceparent, tracestate } : { traceparent },
+    defaultTextMapGetter,
+  );
 }
 
-/** `text` as a well-formed traceparent (the form this version of the spec writes), or null when it is not one. */
+/**
+ * `text` as a well-formed traceparent (the form this version of the spec writes), or null when it
+ * is not one.
+ */
 export function validTraceparent(text: string | undefined): string | null {
   if (!text) return null;
   const parent = trace.getSpanContext(contextFrom(text));
   return parent ? traceparentOf(trace.wrapSpanContext(parent)) : null;
 }
 
-/** The `traceparent` that makes a receiver's span a child of `span`; null when its context is invalid. */
+/**
+ * The `traceparent` that makes a receiver's span a child of `span`; null when its context is
+ * invalid.
+ */
 export function traceparentOf(span: Span): string | null {
   const carrier: Record<string, string> = {};
   w3c.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);

@@ -25,10 +25,15 @@ function pick(e: Exports, conditions: readonly string[]): string | undefined {
   return undefined;
 }
 
-function entryFor(pkg: { exports?: Exports | Record<string, Exports>; main?: string }, subpath: '.' | './conformance', conditions: readonly string[]): string | undefined {
+function entryFor(
+  pkg: { exports?: Exports | Record<string, Exports>; main?: string },
+  subpath: '.' | './conformance',
+  conditions: readonly string[],
+): string | undefined {
   const ex = pkg.exports;
   if (ex === undefined) return subpath === '.' ? (pkg.main ?? 'index.js') : undefined;
-  const isMap = typeof ex === 'object' && ex !== null && Object.keys(ex).some((k) => k.startsWith('.'));
+  const isMap =
+    typeof ex === 'object' && ex !== null && Object.keys(ex).some((k) => k.startsWith('.'));
   if (!isMap) return subpath === '.' ? pick(ex as Exports, conditions) : undefined;
   return pick((ex as Record<string, Exports>)[subpath], conditions);
 }
@@ -44,11 +49,18 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     pkg = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8'));
   } catch (e) {
-    process.stderr.write(`ens-plugin-check: cannot read ${path.join(root, 'package.json')}: ${(e as Error).message}\n`);
+    process.stderr.write(
+      `ens-plugin-check: cannot read ${path.join(root, 'package.json')}: ${(e as Error).message}\n`,
+    );
     return 2;
   }
   // Node's own resolution conditions; 'ens-source' too when the process runs with it (ENS's repo).
-  const conditions = [...(process.execArgv.some((a) => a.includes('ens-source')) ? ['ens-source'] : []), 'import', 'node', 'default'];
+  const conditions = [
+    ...(process.execArgv.some((a) => a.includes('ens-source')) ? ['ens-source'] : []),
+    'import',
+    'node',
+    'default',
+  ];
   const mainFile = entryFor(pkg, '.', conditions);
   if (!mainFile) {
     process.stderr.write(`ens-plugin-check: ${root}/package.json has no "." export to load\n`);
@@ -59,26 +71,43 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     mod = await import(pathToFileURL(path.join(root, mainFile)).href);
   } catch (e) {
-    process.stderr.write(`ens-plugin-check: importing ${name} (${mainFile}) failed: ${(e as Error).message}\n`);
+    process.stderr.write(
+      `ens-plugin-check: importing ${name} (${mainFile}) failed: ${(e as Error).message}\n`,
+    );
     return 2;
   }
   let fixture: ConformanceFixture | undefined;
   const fixtureFile = entryFor(pkg, './conformance', conditions);
   if (fixtureFile) {
     try {
-      fixture = ((await import(pathToFileURL(path.join(root, fixtureFile)).href)) as { default: ConformanceFixture }).default;
+      fixture = (
+        (await import(pathToFileURL(path.join(root, fixtureFile)).href)) as {
+          default: ConformanceFixture;
+        }
+      ).default;
     } catch (e) {
-      process.stderr.write(`ens-plugin-check: importing the ./conformance fixture (${fixtureFile}) failed: ${(e as Error).message}\n`);
+      process.stderr.write(
+        `ens-plugin-check: importing the ./conformance fixture (${fixtureFile}) failed: ${(e as Error).message}\n`,
+      );
       return 2;
     }
   }
 
   const results = await runConformance(name, mod, fixture);
-  const out: string[] = ['TAP version 14', `# ${name}${fixture ? '' : ' (no ./conformance fixture: shape checks only)'}`];
+  const out: string[] = [
+    'TAP version 14',
+    `# ${name}${fixture ? '' : ' (no ./conformance fixture: shape checks only)'}`,
+  ];
   results.forEach((r, i) => {
     if (r.skipped) out.push(`ok ${i + 1} - ${r.name} # SKIP ${r.detail ?? ''}`);
     else if (r.ok) out.push(`ok ${i + 1} - ${r.name}`);
-    else out.push(`not ok ${i + 1} - ${r.name}`, '  ---', `  detail: ${JSON.stringify(r.detail ?? '')}`, '  ...');
+    else
+      out.push(
+        `not ok ${i + 1} - ${r.name}`,
+        '  ---',
+        `  detail: ${JSON.stringify(r.detail ?? '')}`,
+        '  ...',
+      );
   });
   const failed = results.filter((r) => !r.ok).length;
   out.push(`1..${results.length}`, `# ${results.length - failed} passed, ${failed} failed`);

@@ -16,9 +16,15 @@ export interface WebhookCase {
   path: string;
   headers?: Record<string, string>;
   body?: string | Buffer;
-  /** The URL the provider would have called (for URL-signing providers); defaults to http://ens.test/webhooks/<name><path>. */
+  /**
+   * The URL the provider would have called (for URL-signing providers); defaults to
+   * http://ens.test/webhooks/<name><path>.
+   */
   url?: string;
-  /** The status report this request must cause (genuine cases only); omit for a handshake such as a GET challenge. */
+  /**
+   * The status report this request must cause (genuine cases only); omit for a handshake such as a
+   * GET challenge.
+   */
   report?: Pick<StatusUpdate, 'status'> & Partial<StatusUpdate>;
   /** For handshakes: the exact body the route must answer with. */
   responseBody?: string;
@@ -33,9 +39,13 @@ export interface WebhookCase {
  * What a recipient report must say (since SDK 1.3): its `kind`, and each other field given here
  * (address, channel, sender, providerMessageId, detail) exactly; `at` must be a valid date.
  */
-export type RecipientReportExpectation = Pick<RecipientReport, 'kind'> & Partial<Omit<RecipientReport, 'kind' | 'at'>>;
+export type RecipientReportExpectation = Pick<RecipientReport, 'kind'> &
+  Partial<Omit<RecipientReport, 'kind' | 'at'>>;
 
-/** A send the provider refuses because of its recipient, and the refusal it must carry (since SDK 1.3). */
+/**
+ * A send the provider refuses because of its recipient, and the refusal it must carry (since SDK
+ * 1.3).
+ */
 export interface RecipientRefusalCase {
   send: OutboundMessage;
   refusal: RecipientRefusal;
@@ -61,7 +71,9 @@ export interface ConformanceTarget<Config = unknown> {
   config: Config;
   /** A configuration the schema must refuse (a missing credential, a malformed URL). */
   invalidConfig?: unknown;
-  /** The same target with wrong credentials: checkCredentials (when the plugin has it) must reject. */
+  /**
+   * The same target with wrong credentials: checkCredentials (when the plugin has it) must reject.
+   */
   wrongCredentials?: Config;
   /** One message per outcome the provider can produce; omit the outcomes it cannot. */
   sends: {
@@ -72,9 +84,14 @@ export interface ConformanceTarget<Config = unknown> {
     /** push: a device the provider says is gone. */
     deviceGone?: OutboundMessage;
   };
-  /** Sends the provider refuses because of the recipient (since SDK 1.3): each must throw recipientError with its refusal. */
+  /**
+   * Sends the provider refuses because of the recipient (since SDK 1.3): each must throw
+   * recipientError with its refusal.
+   */
   recipientRefusals?: RecipientRefusalCase[];
-  /** Reports about recipients the provider's connection brings in without a webhook (since SDK 1.3). */
+  /**
+   * Reports about recipients the provider's connection brings in without a webhook (since SDK 1.3).
+   */
   recipientEvents?: RecipientEventCase[];
   /** The retry hint (ms) the rate-limited answer carries, when the provider gives one. */
   rateLimitHintMs?: number;

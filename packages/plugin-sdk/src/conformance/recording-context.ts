@@ -11,10 +11,15 @@ export interface RecordingContext extends PluginContext {
   /** Resolves with the first report that matches, or null after `ms`. */
   waitForReport(match: (u: StatusUpdate) => boolean, ms: number): Promise<StatusUpdate | null>;
   /** Resolves with the first recipient report that matches, or null after `ms` (SDK 1.3). */
-  waitForRecipientReport(match: (r: RecipientReport) => boolean, ms: number): Promise<RecipientReport | null>;
+  waitForRecipientReport(
+    match: (r: RecipientReport) => boolean,
+    ms: number,
+  ): Promise<RecipientReport | null>;
 }
 
-export function recordingContext(media: Record<string, { bytes: Buffer; mediaType: string }> = {}): RecordingContext {
+export function recordingContext(
+  media: Record<string, { bytes: Buffer; mediaType: string }> = {},
+): RecordingContext {
   const reports: StatusUpdate[] = [];
   const recipientReports: RecipientReport[] = [];
   const logs: RecordingContext['logs'] = [];
@@ -32,7 +37,9 @@ export function recordingContext(media: Record<string, { bytes: Buffer; mediaTyp
     outbound: {
       check(url) {
         const parsed = URL.canParse(url) ? new URL(url) : null;
-        return parsed && (parsed.protocol === 'https:' || parsed.protocol === 'http:') ? { ok: true } : { ok: false, detail: 'must be an http or https URL' };
+        return parsed && (parsed.protocol === 'https:' || parsed.protocol === 'http:')
+          ? { ok: true }
+          : { ok: false, detail: 'must be an http or https URL' };
       },
       async fetch(url, init) {
         outboundUrls.push(url);

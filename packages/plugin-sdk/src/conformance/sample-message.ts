@@ -1,6 +1,11 @@
 import type { Channel, OutboundMessage } from '../contract.ts';
 
-const RECIPIENT: Record<Channel, string> = { sms: '+15550001234', whatsapp: '+15550001234', email: 'ada@example.com', push: 'user-42' };
+const RECIPIENT: Record<Channel, string> = {
+  sms: '+15550001234',
+  whatsapp: '+15550001234',
+  email: 'ada@example.com',
+  push: 'user-42',
+};
 
 /**
  * Content as the API accepts it for each channel (interface.md's content object). Kept here rather
@@ -9,7 +14,12 @@ const RECIPIENT: Record<Channel, string> = { sms: '+15550001234', whatsapp: '+15
  */
 const CONTENT: Record<Channel, Record<string, unknown>> = {
   sms: { kind: 'rendered', body: 'conformance check' },
-  email: { kind: 'rendered', subject: 'Conformance', body: 'conformance check', html: '<p>conformance check</p>' },
+  email: {
+    kind: 'rendered',
+    subject: 'Conformance',
+    body: 'conformance check',
+    html: '<p>conformance check</p>',
+  },
   push: { kind: 'rendered', subject: 'Conformance', body: 'conformance check' },
   whatsapp: { kind: 'template', template_name: 'conformance', language: 'en', body_params: [] },
 };
@@ -18,7 +28,10 @@ const CONTENT: Record<Channel, Record<string, unknown>> = {
  * An OutboundMessage as ENS's worker builds it, for fixtures and tests: a valid message of the
  * channel, with whatever the fixture needs (recipient, content, device) given in `over`.
  */
-export function sampleMessage(channel: Channel, over: Partial<OutboundMessage> = {}): OutboundMessage {
+export function sampleMessage(
+  channel: Channel,
+  over: Partial<OutboundMessage> = {},
+): OutboundMessage {
   return {
     deliveryId: '0190a0b0-0000-7000-8000-000000000001',
     attempt: 1,

@@ -11,8 +11,17 @@ export interface TapLike {
  * assertion's diagnostic. Usage with tap:
  *   t.test('conformance', (t) => conformanceTest(t, '@acme/ens-plugin-x', await import('../src/index.ts'), fixture));
  */
-export async function conformanceTest(t: TapLike, pkg: string, mod: unknown, fixture?: ConformanceFixture): Promise<void> {
+export async function conformanceTest(
+  t: TapLike,
+  pkg: string,
+  mod: unknown,
+  fixture?: ConformanceFixture,
+): Promise<void> {
   for (const r of await runConformance(pkg, mod, fixture)) {
-    t.ok(r.ok, r.skipped ? `${r.name} # SKIP ${r.detail ?? ''}` : r.name, r.ok ? {} : { diagnostic: true, detail: r.detail });
+    t.ok(
+      r.ok,
+      r.skipped ? `${r.name} # SKIP ${r.detail ?? ''}` : r.name,
+      r.ok ? {} : { diagnostic: true, detail: r.detail },
+    );
   }
 }

@@ -18,7 +18,12 @@
  * token's prefix (see `fakeDeviceToken`), else 200 with the apns-id echoed.
  */
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import http2, { type Http2Session, type Http2SecureServer, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
+import http2, {
+  type Http2Session,
+  type Http2SecureServer,
+  type ServerHttp2Stream,
+  type IncomingHttpHeaders,
+} from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { createDecoder, createVerifier } from 'fast-jwt';
 import { generate as generateCertificate } from 'selfsigned';
@@ -76,7 +81,8 @@ const SPECIAL_PREFIX = { hang: 'deadbeef', reset: 'dead0e5e', goaway: 'deadc0de'
  */
 export function fakeDeviceToken(answer: FakeAnswer = 'ok', n = 0): string {
   if (answer === 'ok') return `1${n.toString(16).padStart(7, '0')}`.padEnd(64, 'a');
-  if (answer === 'hang' || answer === 'reset' || answer === 'goaway') return SPECIAL_PREFIX[answer].padEnd(64, '0');
+  if (answer === 'hang' || answer === 'reset' || answer === 'goaway')
+    return SPECIAL_PREFIX[answer].padEnd(64, '0');
   const idx = REASON_LIST.indexOf(answer);
   return `fa11${APNS_REASONS[answer]}${String(idx).padStart(2, '0')}`.padEnd(64, '0');
 }
@@ -136,7 +142,18 @@ export interface ReceivedNotification {
   answer: { status: number; reason?: string } | 'hang' | 'reset' | 'goaway';
 }
 
-const PUSH_TYPES = new Set(['alert', 'background', 'location', 'voip', 'complication', 'fileprovider', 'mdm', 'liveactivity', 'pushtotalk', 'widgets']);
+const PUSH_TYPES = new Set([
+  'alert',
+  'background',
+  'location',
+  'voip',
+  'complication',
+  'fileprovider',
+  'mdm',
+  'liveactivity',
+  'pushtotalk',
+  'widgets',
+]);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const decode = createDecoder({ complete: true });
 
@@ -147,7 +164,10 @@ export class FakeApns {
   url = '';
   /** Apple rejects provider tokens older than an hour. */
   tokenMaxAgeSec = 3600;
-  /** When > 0, a new provider token (new iat) for a key sooner than this after the last gets 429 TooManyProviderTokenUpdates. */
+  /**
+   * When > 0, a new provider token (new iat) for a key sooner than this after the last gets 429
+   * TooManyProviderTokenUpdates.
+   */
   tokenUpdateMinIntervalSec = 0;
   now: () => number;
 
@@ -165,19 +185,31 @@ export class FakeApns {
     this.now = opts.now ?? Date.now;
   }
 
-  /** Starts listening on 127.0.0.1 with a fresh self-signed certificate; resolves with the base URL. */
+  /**
+   * Starts listening on 127.0.0.1 with a fresh self-signed certificate; resolves with the base URL.
+   */
   async start(): Promise<string> {
     const pems = await generateCertificate([{ name: 'commonName', value: 'fake-apns.test' }], {
       keyType: 'ec',
       algorithm: 'sha256',
       extensions: [
         { name: 'basicConstraints', cA: false },
-        { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }, { type: 2, value: 'localhost' }] },
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 7, ip: '127.0.0.1' },
+            { type: 2, value: 'localhost' },
+          ],
+        },
       ],
     });
     this.certPem = pems.cert;
     // One stream per connection until a request proves a valid provider token, as APNs does.
-    const server = http2.createSecureServer({ key: pems.private, cert: pems.cert, settings: { maxConcurrentStreams: 1 } });
+    const server = http2.createSecureServer({
+      key: pems.private,
+      cert: pems.cert,
+      settings: { maxConcurrentStreams: 1 },
+    });
     server.on('session', (s) => {
       this.sessions.add(s);
       this.sessionIds.set(s, ++this.accepted);
@@ -224,7 +256,11 @@ export class FakeApns {
   /** Ends every connection the way APNs does for maintenance: GOAWAY, then close. */
   closeSessions(reason = 'Shutdown'): void {
     for (const s of this.sessions) {
-      s.goaway(http2.constants.NGHTTP2_NO_ERROR, undefined, Buffer.from(JSON.stringify({ reason })));
+      s.goaway(
+        http2.constants.NGHTTP2_NO_ERROR,
+        undefined,
+        Buffer.from(JSON.stringify({ reason })),
+      );
       s.close();
     }
   }
@@ -256,7 +292,9 @@ export class FakeApns {
     const method = String(h[':method'] ?? '');
     const path = String(h[':path'] ?? '');
     const plain: Record<string, string> = {};
-    for (const [k, v] of Object.entries(h)) if (!k.startsWith(':') && v !== undefined) plain[k] = Array.isArray(v) ? v.join(', ') : String(v);
+    for (const [k, v] of Object.entries(h))
+      if (!k.startsWith(':') && v !== undefined)
+        plain[k] = Array.isArray(v) ? v.join(', ') : String(v);
     const pathMatch = /^\/3\/device\/([^/?]*)$/.exec(path);
     let payload: unknown;
     try {
@@ -282,23 +320,39 @@ export class FakeApns {
       const out: Record<string, unknown> = { reason };
       if (status === 410) out.timestamp = this.now() - 86_400_000;
       rec.answer = { status, reason };
-      const apnsId = typeof h['apns-id'] === 'string' && UUID.test(h['apns-id']) ? h['apns-id'] : randomUUID();
+      const apnsId =
+        typeof h['apns-id'] === 'string' && UUID.test(h['apns-id']) ? h['apns-id'] : randomUUID();
       stream.respond({ ':status': status, 'apns-id': apnsId, 'content-type': 'application/json' });
       stream.end(JSON.stringify(out));
     };
 
-    if (method !== 'POST') return refuse('MethodNotAllowed');
-    if (!pathMatch) return refuse('BadPath');
+    if (method !== 'POST') {
+      refuse('MethodNotAllowed');
+      return;
+    }
+    if (!pathMatch) {
+      refuse('BadPath');
+      return;
+    }
     const auth = this.authenticate(h, rec);
-    if (auth) return refuse(auth);
+    if (auth) {
+      refuse(auth);
+      return;
+    }
     if (session && !this.authenticated.has(session)) {
       this.authenticated.add(session);
       session.settings({ maxConcurrentStreams: 1000 });
     }
     const bad = this.checkRequest(h, rec.deviceToken, body);
-    if (bad) return refuse(bad);
+    if (bad) {
+      refuse(bad);
+      return;
+    }
 
-    const answer = this.queue.shift() ?? this.perToken.get(rec.deviceToken!.toLowerCase()) ?? answerByPrefix(rec.deviceToken!);
+    const answer =
+      this.queue.shift() ??
+      this.perToken.get(rec.deviceToken!.toLowerCase()) ??
+      answerByPrefix(rec.deviceToken!);
     switch (answer) {
       case 'ok': {
         const apnsId = typeof h['apns-id'] === 'string' ? h['apns-id'] : randomUUID();
@@ -318,12 +372,17 @@ export class FakeApns {
         return;
       case 'goaway':
         rec.answer = 'goaway';
-        session?.goaway(http2.constants.NGHTTP2_NO_ERROR, undefined, Buffer.from('{"reason":"Shutdown"}'));
+        session?.goaway(
+          http2.constants.NGHTTP2_NO_ERROR,
+          undefined,
+          Buffer.from('{"reason":"Shutdown"}'),
+        );
         stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
         session?.close();
         return;
       default:
-        return refuse(answer);
+        refuse(answer);
+        return;
     }
   }
 
@@ -350,27 +409,39 @@ export class FakeApns {
       return 'InvalidProviderToken';
     }
     const { iss, iat } = decoded.payload;
-    if (iss !== key.teamId || typeof iat !== 'number' || !Number.isInteger(iat)) return 'InvalidProviderToken';
+    if (iss !== key.teamId || typeof iat !== 'number' || !Number.isInteger(iat))
+      return 'InvalidProviderToken';
     const nowS = this.now() / 1000;
     if (iat > nowS + 60) return 'InvalidProviderToken';
     if (nowS - iat > this.tokenMaxAgeSec) return 'ExpiredProviderToken';
     const last = this.tokenUpdates.get(key.keyId);
     if (!last || last.iat !== iat) {
-      if (last && this.tokenUpdateMinIntervalSec > 0 && this.now() - last.changedAt < this.tokenUpdateMinIntervalSec * 1000) return 'TooManyProviderTokenUpdates';
+      if (
+        last &&
+        this.tokenUpdateMinIntervalSec > 0 &&
+        this.now() - last.changedAt < this.tokenUpdateMinIntervalSec * 1000
+      )
+        return 'TooManyProviderTokenUpdates';
       this.tokenUpdates.set(key.keyId, { iat, changedAt: this.now() });
     }
     return undefined;
   }
 
-  private checkRequest(h: IncomingHttpHeaders, token: string | undefined, body: Buffer): ApnsReason | undefined {
+  private checkRequest(
+    h: IncomingHttpHeaders,
+    token: string | undefined,
+    body: Buffer,
+  ): ApnsReason | undefined {
     const topic = h['apns-topic'];
     if (typeof topic !== 'string' || topic === '') return 'MissingTopic';
     if (!this.opts.topics.includes(topic)) return 'TopicDisallowed';
     const pushType = h['apns-push-type'];
     if (pushType !== undefined && !PUSH_TYPES.has(String(pushType))) return 'InvalidPushType';
     const priority = h['apns-priority'];
-    if (priority !== undefined && !['10', '5', '1'].includes(String(priority))) return 'BadPriority';
-    if (pushType === 'background' && (priority === undefined || priority === '10')) return 'BadPriority';
+    if (priority !== undefined && !['10', '5', '1'].includes(String(priority)))
+      return 'BadPriority';
+    if (pushType === 'background' && (priority === undefined || priority === '10'))
+      return 'BadPriority';
     const exp = h['apns-expiration'];
     if (exp !== undefined && !/^\d+$/.test(String(exp))) return 'BadExpirationDate';
     const id = h['apns-id'];
@@ -385,19 +456,36 @@ export class FakeApns {
   }
 }
 
-/** Starts a fake with one freshly generated key registered; what a test needs to configure the plugin. */
-export async function startFakeApns(opts: { teamId?: string; keyId?: string; topics?: string[]; now?: () => number } = {}) {
+/**
+ * Starts a fake with one freshly generated key registered; what a test needs to configure the
+ * plugin.
+ */
+export async function startFakeApns(
+  opts: { teamId?: string; keyId?: string; topics?: string[]; now?: () => number } = {},
+) {
   const key = generateApnsKey();
   const teamId = opts.teamId ?? 'TEAM123456';
   const keyId = opts.keyId ?? 'KEY1234567';
   const topics = opts.topics ?? ['com.example.app'];
-  const fake = new FakeApns({ keys: [{ teamId, keyId, publicKey: key.publicKey }], topics, now: opts.now });
+  const fake = new FakeApns({
+    keys: [{ teamId, keyId, publicKey: key.publicKey }],
+    topics,
+    now: opts.now,
+  });
   const url = await fake.start();
   return {
     fake,
     url,
     key,
     /** A plugin configuration pointing at this fake with the registered key. */
-    config: { teamId, keyId, privateKey: key.privateKey, topic: topics[0]!, baseUrl: url, ca: fake.certPem, timeoutMs: 2_000 },
+    config: {
+      teamId,
+      keyId,
+      privateKey: key.privateKey,
+      topic: topics[0]!,
+      baseUrl: url,
+      ca: fake.certPem,
+      timeoutMs: 2_000,
+    },
   };
 }

@@ -30,7 +30,10 @@ import type { Socket } from 'node:net';
 import { createDecoder, createVerifier } from 'fast-jwt';
 
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
-const SEND_SCOPES = ['https://www.googleapis.com/auth/firebase.messaging', 'https://www.googleapis.com/auth/cloud-platform'];
+const SEND_SCOPES = [
+  'https://www.googleapis.com/auth/firebase.messaging',
+  'https://www.googleapis.com/auth/cloud-platform',
+];
 const FCM_ERROR = 'type.googleapis.com/google.firebase.fcm.v1.FcmError';
 const BAD_REQUEST = 'type.googleapis.com/google.rpc.BadRequest';
 const CLOCK_SKEW_S = 300;
@@ -49,8 +52,16 @@ export type FcmOutcome =
   | 'hang'; // accepts the request and never answers
 
 export const FCM_OUTCOMES: readonly FcmOutcome[] = [
-  'unregistered', 'invalid-token', 'invalid-argument', 'sender-id-mismatch', 'quota-exceeded', 'unavailable', 'internal', 'third-party-auth',
-  'unauthenticated', 'hang',
+  'unregistered',
+  'invalid-token',
+  'invalid-argument',
+  'sender-id-mismatch',
+  'quota-exceeded',
+  'unavailable',
+  'internal',
+  'third-party-auth',
+  'unauthenticated',
+  'hang',
 ];
 
 const TOKEN_PREFIX = 'fcm-test:';
@@ -89,14 +100,20 @@ export interface ServiceAccountJson {
  * A throwaway service account with a fresh RSA key, shaped like Google's key file, whose
  * token_uri is `tokenUri` (the fake's /token). `publicKey` is what Google would hold for it.
  */
-export function generateServiceAccount(opts: { tokenUri: string; projectId?: string; clientEmail?: string }): { serviceAccount: ServiceAccountJson; publicKey: string } {
+export function generateServiceAccount(opts: {
+  tokenUri: string;
+  projectId?: string;
+  clientEmail?: string;
+}): { serviceAccount: ServiceAccountJson; publicKey: string } {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', {
     modulusLength: 2048,
     publicKeyEncoding: { type: 'spki', format: 'pem' },
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
   const projectId = opts.projectId ?? 'ens-fake-project';
-  const clientEmail = opts.clientEmail ?? `firebase-adminsdk-${randomBytes(3).toString('hex').slice(0, 5)}@${projectId}.iam.gserviceaccount.com`;
+  const clientEmail =
+    opts.clientEmail ??
+    `firebase-adminsdk-${randomBytes(3).toString('hex').slice(0, 5)}@${projectId}.iam.gserviceaccount.com`;
   return {
     publicKey,
     serviceAccount: {
@@ -105,7 +122,9 @@ export function generateServiceAccount(opts: { tokenUri: string; projectId?: str
       private_key_id: randomBytes(20).toString('hex'),
       private_key: privateKey,
       client_email: clientEmail,
-      client_id: String(100_000_000_000_000_000_000n + BigInt(`0x${randomBytes(8).toString('hex')}`)),
+      client_id: String(
+        100_000_000_000_000_000_000n + BigInt(`0x${randomBytes(8).toString('hex')}`),
+      ),
       auth_uri: 'https://accounts.google.com/o/oauth2/auth',
       token_uri: opts.tokenUri,
       auth_provider_x509_cert_url: 'https://www.googleapis.com/oauth2/v1/certs',
@@ -230,8 +249,16 @@ export class FakeFcm {
 
   /** A fresh service account that the token endpoint accepts. */
   serviceAccount(opts: { projectId?: string; clientEmail?: string } = {}): ServiceAccountJson {
-    const { serviceAccount, publicKey } = generateServiceAccount({ tokenUri: this.tokenUri, ...opts });
-    this.trust(serviceAccount.client_email, serviceAccount.project_id, serviceAccount.private_key_id, publicKey);
+    const { serviceAccount, publicKey } = generateServiceAccount({
+      tokenUri: this.tokenUri,
+      ...opts,
+    });
+    this.trust(
+      serviceAccount.client_email,
+      serviceAccount.project_id,
+      serviceAccount.private_key_id,
+      publicKey,
+    );
     return serviceAccount;
   }
 
@@ -240,7 +267,11 @@ export class FakeFcm {
    * another key (as after the key was deleted in the console), or an unknown account.
    */
   untrustedServiceAccount(like?: ServiceAccountJson): ServiceAccountJson {
-    return generateServiceAccount({ tokenUri: this.tokenUri, projectId: like?.project_id, clientEmail: like?.client_email }).serviceAccount;
+    return generateServiceAccount({
+      tokenUri: this.tokenUri,
+      projectId: like?.project_id,
+      clientEmail: like?.client_email,
+    }).serviceAccount;
   }
 
   /** Registers a public key for an account, as creating a key in the console does. */
@@ -256,7 +287,11 @@ export class FakeFcm {
   }
 
   /** The next token exchange is refused with this Google OAuth error. */
-  failNextTokenExchange(error = 'invalid_grant', description = 'Invalid JWT Signature.', status = 400): void {
+  failNextTokenExchange(
+    error = 'invalid_grant',
+    description = 'Invalid JWT Signature.',
+    status = 400,
+  ): void {
     this.#tokenQueue.push({ status, error, description });
   }
 
@@ -277,12 +312,22 @@ export class FakeFcm {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const url = new URL(req.url ?? '/', this.#base);
-    const rec: ReceivedRequest = { endpoint: 'other', method: req.method ?? '', path: url.pathname + url.search, headers: { ...req.headers }, body: Buffer.concat(chunks).toString('utf8') };
+    const rec: ReceivedRequest = {
+      endpoint: 'other',
+      method: req.method ?? '',
+      path: url.pathname + url.search,
+      headers: { ...req.headers },
+      body: Buffer.concat(chunks).toString('utf8'),
+    };
     this.received.push(rec);
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       rec.status = status;
       const text = typeof body === 'string' ? body : JSON.stringify(body, null, 2);
-      res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/html; charset=UTF-8' : 'application/json; charset=UTF-8', ...headers });
+      res.writeHead(status, {
+        'content-type':
+          typeof body === 'string' ? 'text/html; charset=UTF-8' : 'application/json; charset=UTF-8',
+        ...headers,
+      });
       res.end(text);
     };
     if (url.pathname === '/token') {
@@ -295,130 +340,286 @@ export class FakeFcm {
       return this.#send(decodeURIComponent(m[1]!), req, rec, send);
     }
     // Google's front end answers unknown URLs with an HTML page, not an API error.
-    send(404, `<!DOCTYPE html><html lang=en><title>Error 404 (Not Found)!!1</title><p><b>404.</b> <ins>That's an error.</ins><p>The requested URL <code>${url.pathname}</code> was not found on this server.</html>`);
+    send(
+      404,
+      `<!DOCTYPE html><html lang=en><title>Error 404 (Not Found)!!1</title><p><b>404.</b> <ins>That's an error.</ins><p>The requested URL <code>${url.pathname}</code> was not found on this server.</html>`,
+    );
   }
 
-  #token(req: IncomingMessage, rec: ReceivedRequest, send: (s: number, b: unknown, h?: Record<string, string>) => void): void {
-    const refuse = (error: string, description: string, status = 400) => send(status, { error, error_description: description });
-    if (req.method !== 'POST') return refuse('invalid_request', `Method ${req.method} not allowed; use POST`, 405);
+  #token(
+    req: IncomingMessage,
+    rec: ReceivedRequest,
+    send: (s: number, b: unknown, h?: Record<string, string>) => void,
+  ): void {
+    const refuse = (error: string, description: string, status = 400) =>
+      send(status, { error, error_description: description });
+    if (req.method !== 'POST') {
+      refuse('invalid_request', `Method ${req.method} not allowed; use POST`, 405);
+      return;
+    }
     const form = Object.fromEntries(new URLSearchParams(rec.body));
     rec.form = form;
     const queued = this.#tokenQueue.shift();
-    if (queued) return refuse(queued.error, queued.description, queued.status);
-    if (!String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
-      return refuse('invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
+    if (queued) {
+      refuse(queued.error, queued.description, queued.status);
+      return;
     }
-    if (form.grant_type !== JWT_BEARER_GRANT) return refuse('unsupported_grant_type', `Invalid grant_type: ${form.grant_type ?? ''}`);
-    if (!form.assertion) return refuse('invalid_request', 'Missing required parameter: assertion');
+    if (
+      !String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')
+    ) {
+      refuse('invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
+      return;
+    }
+    if (form.grant_type !== JWT_BEARER_GRANT) {
+      refuse('unsupported_grant_type', `Invalid grant_type: ${form.grant_type ?? ''}`);
+      return;
+    }
+    if (!form.assertion) {
+      refuse('invalid_request', 'Missing required parameter: assertion');
+      return;
+    }
     let decoded: { header: Record<string, unknown>; payload: Record<string, unknown> };
     try {
       decoded = this.#decode(form.assertion) as typeof decoded;
     } catch {
-      return refuse('invalid_grant', 'Invalid JWT: not a JSON Web Token');
+      refuse('invalid_grant', 'Invalid JWT: not a JSON Web Token');
+      return;
     }
     rec.assertion = { header: decoded.header, payload: decoded.payload };
     const { header, payload } = decoded;
     const account = typeof payload.iss === 'string' ? this.#accounts.get(payload.iss) : undefined;
-    if (!account) return refuse('invalid_grant', 'Invalid grant: account not found');
+    if (!account) {
+      refuse('invalid_grant', 'Invalid grant: account not found');
+      return;
+    }
     const key = typeof header.kid === 'string' ? account.keys.get(header.kid) : undefined;
-    if (header.alg !== 'RS256' || !key) return refuse('invalid_grant', 'Invalid JWT Signature.');
+    if (header.alg !== 'RS256' || !key) {
+      refuse('invalid_grant', 'Invalid JWT Signature.');
+      return;
+    }
     try {
       // Claims are checked below with Google's own messages; this checks the signature only.
-      createVerifier({ key, algorithms: ['RS256'], ignoreExpiration: true, ignoreNotBefore: true })(form.assertion);
+      createVerifier({ key, algorithms: ['RS256'], ignoreExpiration: true, ignoreNotBefore: true })(
+        form.assertion,
+      );
     } catch {
-      return refuse('invalid_grant', 'Invalid JWT Signature.');
+      refuse('invalid_grant', 'Invalid JWT Signature.');
+      return;
     }
-    if (payload.aud !== this.tokenUri) return refuse('invalid_grant', `Invalid JWT: Failed audience check. The right audience is ${this.tokenUri}`);
+    if (payload.aud !== this.tokenUri) {
+      refuse(
+        'invalid_grant',
+        `Invalid JWT: Failed audience check. The right audience is ${this.tokenUri}`,
+      );
+      return;
+    }
     const now = Math.floor(Date.now() / 1000);
     const { iat, exp } = payload;
-    if (typeof iat !== 'number' || typeof exp !== 'number' || exp - iat > 3600 || exp <= iat || iat > now + CLOCK_SKEW_S || exp < now - CLOCK_SKEW_S) {
-      return refuse('invalid_grant', 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.');
+    if (
+      typeof iat !== 'number' ||
+      typeof exp !== 'number' ||
+      exp - iat > 3600 ||
+      exp <= iat ||
+      iat > now + CLOCK_SKEW_S ||
+      exp < now - CLOCK_SKEW_S
+    ) {
+      refuse(
+        'invalid_grant',
+        'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable ' +
+          'timeframe. Check your iat and exp values in the JWT claim.',
+      );
+      return;
     }
-    if (typeof payload.scope !== 'string' || payload.scope.trim() === '') return refuse('invalid_scope', 'Invalid OAuth scope or ID token audience provided.');
+    if (typeof payload.scope !== 'string' || payload.scope.trim() === '') {
+      refuse('invalid_scope', 'Invalid OAuth scope or ID token audience provided.');
+      return;
+    }
     const accessToken = `ya29.c.fake-${randomBytes(24).toString('base64url')}`;
-    this.#tokens.set(accessToken, { clientEmail: payload.iss as string, projectId: account.projectId, scope: payload.scope, expiresAt: Date.now() + this.tokenLifetimeSec * 1000 });
+    this.#tokens.set(accessToken, {
+      clientEmail: payload.iss as string,
+      projectId: account.projectId,
+      scope: payload.scope,
+      expiresAt: Date.now() + this.tokenLifetimeSec * 1000,
+    });
     this.exchanges++;
-    send(200, { access_token: accessToken, expires_in: this.tokenLifetimeSec, token_type: 'Bearer' });
+    send(200, {
+      access_token: accessToken,
+      expires_in: this.tokenLifetimeSec,
+      token_type: 'Bearer',
+    });
   }
 
-  #send(projectId: string, req: IncomingMessage, rec: ReceivedRequest, send: (s: number, b: unknown, h?: Record<string, string>) => void): void {
-    const fail = (code: number, status: string, message: string, details?: Record<string, unknown>[], headers: Record<string, string> = {}) =>
-      send(code, { error: { code, message, status, ...(details ? { details } : {}) } }, headers);
+  #send(
+    projectId: string,
+    req: IncomingMessage,
+    rec: ReceivedRequest,
+    send: (s: number, b: unknown, h?: Record<string, string>) => void,
+  ): void {
+    const fail = (
+      code: number,
+      status: string,
+      message: string,
+      details?: Record<string, unknown>[],
+      headers: Record<string, string> = {},
+    ) => send(code, { error: { code, message, status, ...(details ? { details } : {}) } }, headers);
     const fcmError = (errorCode: string) => ({ '@type': FCM_ERROR, errorCode });
-    const unauthenticated = (message: string, wwwAuth: string) => fail(401, 'UNAUTHENTICATED', message, undefined, { 'www-authenticate': wwwAuth });
-    const invalidCredentials = () => unauthenticated(
-      'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.',
-      'Bearer realm="https://accounts.google.com/", error="invalid_token"',
-    );
+    const unauthenticated = (message: string, wwwAuth: string) =>
+      fail(401, 'UNAUTHENTICATED', message, undefined, { 'www-authenticate': wwwAuth });
+    const invalidCredentials = () =>
+      unauthenticated(
+        'Request had invalid authentication credentials. Expected OAuth 2 access token, login ' +
+          'cookie or other valid authentication credential. See ' +
+          'https://developers.google.com/identity/sign-in/web/devconsole-project.',
+        'Bearer realm="https://accounts.google.com/", error="invalid_token"',
+      );
 
     const auth = String(req.headers.authorization ?? '');
     const bearer = /^Bearer (\S+)$/i.exec(auth)?.[1];
     if (!bearer) {
-      return unauthenticated(
-        'Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.',
+      unauthenticated(
+        'Request is missing required authentication credential. Expected OAuth 2 access token, ' +
+          'login cookie or other valid authentication credential. See ' +
+          'https://developers.google.com/identity/sign-in/web/devconsole-project.',
         'Bearer realm="https://accounts.google.com/"',
       );
+      return;
     }
     const issued = this.#tokens.get(bearer);
-    if (!issued || issued.expiresAt <= Date.now()) return invalidCredentials();
-    if (!issued.scope.split(/\s+/).some((s) => SEND_SCOPES.includes(s))) return fail(403, 'PERMISSION_DENIED', 'Request had insufficient authentication scopes.');
+    if (!issued || issued.expiresAt <= Date.now()) {
+      invalidCredentials();
+      return;
+    }
+    if (!issued.scope.split(/\s+/).some((s) => SEND_SCOPES.includes(s))) {
+      fail(403, 'PERMISSION_DENIED', 'Request had insufficient authentication scopes.');
+      return;
+    }
     if (issued.projectId !== projectId) {
-      return fail(403, 'PERMISSION_DENIED', `Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/${projectId}' (or it may not exist).`);
+      fail(
+        403,
+        'PERMISSION_DENIED',
+        `Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/${projectId}' (or it may not exist).`,
+      );
+      return;
     }
 
     const badRequest = (message: string, field?: string) =>
-      fail(400, 'INVALID_ARGUMENT', message, [field === undefined ? fcmError('INVALID_ARGUMENT') : { '@type': BAD_REQUEST, fieldViolations: [{ field, description: message }] }]);
-    if (!String(req.headers['content-type'] ?? '').startsWith('application/json')) return badRequest('Invalid JSON payload received. Content-Type must be application/json.', '');
+      fail(400, 'INVALID_ARGUMENT', message, [
+        field === undefined
+          ? fcmError('INVALID_ARGUMENT')
+          : { '@type': BAD_REQUEST, fieldViolations: [{ field, description: message }] },
+      ]);
+    if (!String(req.headers['content-type'] ?? '').startsWith('application/json')) {
+      badRequest('Invalid JSON payload received. Content-Type must be application/json.', '');
+      return;
+    }
     let body: unknown;
     try {
       body = JSON.parse(rec.body);
     } catch (e) {
-      return badRequest(`Invalid JSON payload received. ${(e as Error).message}`, '');
+      badRequest(`Invalid JSON payload received. ${(e as Error).message}`, '');
+      return;
     }
     rec.json = body;
     const shapeError = checkShape(body);
-    if (shapeError) return badRequest(shapeError.message, shapeError.field);
-    const { message, validate_only } = body as { message: Record<string, unknown>; validate_only?: boolean };
-    if (typeof message.token !== 'string' || message.token === '') return badRequest('Recipient of the message is not set.');
+    if (shapeError) {
+      badRequest(shapeError.message, shapeError.field);
+      return;
+    }
+    const { message, validate_only } = body as {
+      message: Record<string, unknown>;
+      validate_only?: boolean;
+    };
+    if (typeof message.token !== 'string' || message.token === '') {
+      badRequest('Recipient of the message is not set.');
+      return;
+    }
 
     const outcome = this.#sendQueue.shift() ?? outcomeOfToken(message.token);
     switch (outcome) {
       case 'hang':
         return; // held open until the client gives up or stop() closes it
       case 'unregistered':
-        return fail(404, 'NOT_FOUND', 'Requested entity was not found.', [fcmError('UNREGISTERED')]);
+        fail(404, 'NOT_FOUND', 'Requested entity was not found.', [fcmError('UNREGISTERED')]);
+        return;
       case 'invalid-token':
-        return fail(400, 'INVALID_ARGUMENT', 'The registration token is not a valid FCM registration token', [fcmError('INVALID_ARGUMENT')]);
+        fail(
+          400,
+          'INVALID_ARGUMENT',
+          'The registration token is not a valid FCM registration token',
+          [fcmError('INVALID_ARGUMENT')],
+        );
+        return;
       case 'invalid-argument':
-        return fail(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [fcmError('INVALID_ARGUMENT')]);
+        fail(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [
+          fcmError('INVALID_ARGUMENT'),
+        ]);
+        return;
       case 'sender-id-mismatch':
-        return fail(403, 'PERMISSION_DENIED', 'SenderId mismatch', [fcmError('SENDER_ID_MISMATCH')]);
+        fail(403, 'PERMISSION_DENIED', 'SenderId mismatch', [fcmError('SENDER_ID_MISMATCH')]);
+        return;
       case 'quota-exceeded':
-        return fail(429, 'RESOURCE_EXHAUSTED', 'Sending limit exceeded for the message target.', [
-          fcmError('QUOTA_EXCEEDED'),
-          { '@type': 'type.googleapis.com/google.rpc.QuotaFailure', violations: [{ subject: 'device', description: 'Device message rate exceeded.' }] },
-        ], { 'retry-after': String(this.quotaRetryAfterSec) });
+        fail(
+          429,
+          'RESOURCE_EXHAUSTED',
+          'Sending limit exceeded for the message target.',
+          [
+            fcmError('QUOTA_EXCEEDED'),
+            {
+              '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+              violations: [{ subject: 'device', description: 'Device message rate exceeded.' }],
+            },
+          ],
+          { 'retry-after': String(this.quotaRetryAfterSec) },
+        );
+        return;
       case 'unavailable':
-        return fail(503, 'UNAVAILABLE', 'The service is currently unavailable.', [fcmError('UNAVAILABLE')],
-          this.unavailableRetryAfterSec === undefined ? {} : { 'retry-after': String(this.unavailableRetryAfterSec) });
+        fail(
+          503,
+          'UNAVAILABLE',
+          'The service is currently unavailable.',
+          [fcmError('UNAVAILABLE')],
+          this.unavailableRetryAfterSec === undefined
+            ? {}
+            : { 'retry-after': String(this.unavailableRetryAfterSec) },
+        );
+        return;
       case 'internal':
-        return fail(500, 'INTERNAL', 'Internal error encountered.', [fcmError('INTERNAL')]);
+        fail(500, 'INTERNAL', 'Internal error encountered.', [fcmError('INTERNAL')]);
+        return;
       case 'third-party-auth':
-        return fail(401, 'UNAUTHENTICATED', 'Auth error from APNS or Web Push Service', [fcmError('THIRD_PARTY_AUTH_ERROR')]);
+        fail(401, 'UNAUTHENTICATED', 'Auth error from APNS or Web Push Service', [
+          fcmError('THIRD_PARTY_AUTH_ERROR'),
+        ]);
+        return;
       case 'unauthenticated':
-        return invalidCredentials();
+        invalidCredentials();
+        return;
       case undefined:
         break;
     }
     const id = `0:${Date.now()}${String(++this.#seq).padStart(4, '0')}%${randomBytes(8).toString('hex')}`;
-    if (validate_only === true) return send(200, { name: `projects/${projectId}/messages/fake_message_id` });
+    if (validate_only === true) {
+      send(200, { name: `projects/${projectId}/messages/fake_message_id` });
+      return;
+    }
     const name = `projects/${projectId}/messages/${id}`;
     this.delivered.push({ name, projectId, message });
     send(200, { name });
   }
 }
 
-const MESSAGE_FIELDS = new Set(['name', 'data', 'notification', 'android', 'webpush', 'apns', 'fcm_options', 'token', 'topic', 'condition']);
+const MESSAGE_FIELDS = new Set([
+  'name',
+  'data',
+  'notification',
+  'android',
+  'webpush',
+  'apns',
+  'fcm_options',
+  'token',
+  'topic',
+  'condition',
+]);
 const NOTIFICATION_FIELDS = new Set(['title', 'body', 'image']);
 // Keys FCM keeps for itself in the data payload (ErrorCode, "Invalid data key": from, gcm, any
 // key prefixed by google; collapse_key is allowed and overridden).
@@ -426,30 +627,62 @@ const RESERVED_DATA_KEY = /^(from|notification|message_type)$|^(google|gcm)/;
 
 /** The v1 API's proto-JSON checks, with its "Invalid JSON payload received" messages. */
 function checkShape(body: unknown): { message: string; field: string } | undefined {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return { message: 'Invalid JSON payload received. Expected an object.', field: '' };
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    return { message: 'Invalid JSON payload received. Expected an object.', field: '' };
   for (const k of Object.keys(body)) {
-    if (k !== 'message' && k !== 'validate_only' && k !== 'validateOnly') return { message: `Invalid JSON payload received. Unknown name "${k}": Cannot find field.`, field: '' };
+    if (k !== 'message' && k !== 'validate_only' && k !== 'validateOnly')
+      return {
+        message: `Invalid JSON payload received. Unknown name "${k}": Cannot find field.`,
+        field: '',
+      };
   }
   const message = (body as { message?: unknown }).message;
-  if (message === null || typeof message !== 'object' || Array.isArray(message)) return { message: 'Message must be set.', field: 'message' };
+  if (message === null || typeof message !== 'object' || Array.isArray(message))
+    return { message: 'Message must be set.', field: 'message' };
   for (const k of Object.keys(message)) {
-    if (!MESSAGE_FIELDS.has(k)) return { message: `Invalid JSON payload received. Unknown name "${k}" at 'message': Cannot find field.`, field: 'message' };
+    if (!MESSAGE_FIELDS.has(k))
+      return {
+        message: `Invalid JSON payload received. Unknown name "${k}" at 'message': Cannot find field.`,
+        field: 'message',
+      };
   }
   const m = message as Record<string, unknown>;
-  if (m.token !== undefined && typeof m.token !== 'string') return { message: `Invalid value at 'message.token' (TYPE_STRING), ${JSON.stringify(m.token)}`, field: 'message.token' };
+  if (m.token !== undefined && typeof m.token !== 'string')
+    return {
+      message: `Invalid value at 'message.token' (TYPE_STRING), ${JSON.stringify(m.token)}`,
+      field: 'message.token',
+    };
   if (m.notification !== undefined) {
-    if (m.notification === null || typeof m.notification !== 'object') return { message: "Invalid value at 'message.notification'", field: 'message.notification' };
+    if (m.notification === null || typeof m.notification !== 'object')
+      return { message: "Invalid value at 'message.notification'", field: 'message.notification' };
     for (const [k, v] of Object.entries(m.notification)) {
-      if (!NOTIFICATION_FIELDS.has(k)) return { message: `Invalid JSON payload received. Unknown name "${k}" at 'message.notification': Cannot find field.`, field: 'message.notification' };
-      if (typeof v !== 'string') return { message: `Invalid value at 'message.notification.${k}' (TYPE_STRING), ${JSON.stringify(v)}`, field: `message.notification.${k}` };
+      if (!NOTIFICATION_FIELDS.has(k))
+        return {
+          message: `Invalid JSON payload received. Unknown name "${k}" at 'message.notification': Cannot find field.`,
+          field: 'message.notification',
+        };
+      if (typeof v !== 'string')
+        return {
+          message: `Invalid value at 'message.notification.${k}' (TYPE_STRING), ${JSON.stringify(v)}`,
+          field: `message.notification.${k}`,
+        };
     }
   }
   if (m.data !== undefined) {
-    if (m.data === null || typeof m.data !== 'object' || Array.isArray(m.data)) return { message: "Invalid value at 'message.data'", field: 'message.data' };
+    if (m.data === null || typeof m.data !== 'object' || Array.isArray(m.data))
+      return { message: "Invalid value at 'message.data'", field: 'message.data' };
     let i = 0;
     for (const [k, v] of Object.entries(m.data)) {
-      if (typeof v !== 'string') return { message: `Invalid value at 'message.data[${i}].value' (TYPE_STRING), ${JSON.stringify(v)}`, field: `message.data[${i}].value` };
-      if (RESERVED_DATA_KEY.test(k)) return { message: `Invalid data payload key: ${k} is reserved by FCM`, field: `message.data[${i}].key` };
+      if (typeof v !== 'string')
+        return {
+          message: `Invalid value at 'message.data[${i}].value' (TYPE_STRING), ${JSON.stringify(v)}`,
+          field: `message.data[${i}].value`,
+        };
+      if (RESERVED_DATA_KEY.test(k))
+        return {
+          message: `Invalid data payload key: ${k} is reserved by FCM`,
+          field: `message.data[${i}].key`,
+        };
       i++;
     }
   }

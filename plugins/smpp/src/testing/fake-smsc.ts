@@ -49,7 +49,15 @@ export function statusForDestination(destination: string): number | null {
 }
 
 export type ReceiptFormat = 'tlv' | 'text' | 'both';
-export type ReceiptStat = 'DELIVRD' | 'UNDELIV' | 'REJECTD' | 'EXPIRED' | 'DELETED' | 'UNKNOWN' | 'ENROUTE' | 'ACCEPTD';
+export type ReceiptStat =
+  | 'DELIVRD'
+  | 'UNDELIV'
+  | 'REJECTD'
+  | 'EXPIRED'
+  | 'DELETED'
+  | 'UNKNOWN'
+  | 'ENROUTE'
+  | 'ACCEPTD';
 
 const MESSAGE_STATE: Record<ReceiptStat, number> = {
   ENROUTE: 1,
@@ -71,7 +79,10 @@ export interface ReceiptOptions {
   doneDate?: Date;
 }
 
-/** A text a phone sends to one of the account's numbers, delivered as a mobile-originated deliver_sm. */
+/**
+ * A text a phone sends to one of the account's numbers, delivered as a mobile-originated
+ * deliver_sm.
+ */
 export interface MobileOriginated {
   /** The phone, E.164 ('+' optional): source_addr, international/ISDN. */
   from: string;
@@ -175,7 +186,15 @@ function rawShortMessage(raw: Buffer): Buffer {
 }
 
 const yymmddhhmm = (d: Date) =>
-  [d.getUTCFullYear() % 100, d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes()].map((n) => String(n).padStart(2, '0')).join('');
+  [
+    d.getUTCFullYear() % 100,
+    d.getUTCMonth() + 1,
+    d.getUTCDate(),
+    d.getUTCHours(),
+    d.getUTCMinutes(),
+  ]
+    .map((n) => String(n).padStart(2, '0'))
+    .join('');
 
 export class FakeSmsc {
   readonly systemId: string;
@@ -201,7 +220,9 @@ export class FakeSmsc {
   /** Leave enquire_link unanswered (the client must reconnect). */
   ignoreEnquireLink = false;
   /** Delivery receipts sent after each accepted submit_sm that asked for one. */
-  receipts: { send: boolean; delayMs: number } & Required<Omit<ReceiptOptions, 'doneDate' | 'err'>> & { err: string } = {
+  receipts: { send: boolean; delayMs: number } & Required<
+    Omit<ReceiptOptions, 'doneDate' | 'err'>
+  > & { err: string } = {
     send: true,
     delayMs: 20,
     stat: 'DELIVRD',
@@ -232,7 +253,10 @@ export class FakeSmsc {
 
   /** Listens on 127.0.0.1 (port 0 = any free port; give the old port to come back after stop()). */
   async start(port = 0): Promise<{ host: string; port: number }> {
-    const server = smpp.createServer(this.opts.tls ? { key: this.opts.tls.key, cert: this.opts.tls.cert } : {}, (s) => this.onSession(s));
+    const server = smpp.createServer(
+      this.opts.tls ? { key: this.opts.tls.key, cert: this.opts.tls.cert } : {},
+      (s) => this.onSession(s),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, this.host, () => {
@@ -264,7 +288,9 @@ export class FakeSmsc {
     for (const c of this.conns) c.session.destroy();
   }
 
-  /** Answers binds with `status` (ESME_RBINDFAIL by default) for `forMs`, or until acceptBinds(). */
+  /**
+   * Answers binds with `status` (ESME_RBINDFAIL by default) for `forMs`, or until acceptBinds().
+   */
   refuseBinds(status: number = ESME.RBINDFAIL, forMs = Infinity): void {
     this.refuseStatus = status;
     this.refuseUntil = Date.now() + forMs;
@@ -281,14 +307,26 @@ export class FakeSmsc {
 
   /** Sends unbind on every bound connection, as an SMSC going down for maintenance does. */
   async unbindAll(): Promise<number> {
-    const answered = await Promise.all([...this.conns].filter((c) => c.bound).map((c) => this.request(c, new smpp.PDU('unbind', {}))));
+    const answered = await Promise.all(
+      [...this.conns]
+        .filter((c) => c.bound)
+        .map((c) => this.request(c, new smpp.PDU('unbind', {}))),
+    );
     return answered.filter((r) => r !== null).length;
   }
 
-  /** Sends enquire_link on every bound connection; resolves with how many answered enquire_link_resp within `ms`. */
+  /**
+   * Sends enquire_link on every bound connection; resolves with how many answered enquire_link_resp
+   * within `ms`.
+   */
   async enquireLink(ms = 2_000): Promise<number> {
-    const answered = await Promise.all([...this.conns].filter((c) => c.bound).map((c) => this.request(c, new smpp.PDU('enquire_link', {}), ms)));
-    return answered.filter((r) => r?.command === 'enquire_link_resp' && r.command_status === 0).length;
+    const answered = await Promise.all(
+      [...this.conns]
+        .filter((c) => c.bound)
+        .map((c) => this.request(c, new smpp.PDU('enquire_link', {}), ms)),
+    );
+    return answered.filter((r) => r?.command === 'enquire_link_resp' && r.command_status === 0)
+      .length;
   }
 
   /** Answers the stalled submit_sm (with the status they would have had). */
@@ -302,7 +340,11 @@ export class FakeSmsc {
    * Sends a delivery receipt for `messageId` to a receiving connection of the account; resolves
    * with the client's deliver_sm_resp command_status.
    */
-  async sendReceipt(messageId: string, opts: ReceiptOptions = {}, about?: ReceivedSubmit): Promise<number> {
+  async sendReceipt(
+    messageId: string,
+    opts: ReceiptOptions = {},
+    about?: ReceivedSubmit,
+  ): Promise<number> {
     const conn = this.receivingConn(about?.connection);
     if (!conn) throw new Error('fake-smsc: no connection bound as receiver or transceiver');
     const stat = opts.stat ?? 'DELIVRD';
@@ -326,7 +368,8 @@ export class FakeSmsc {
     if (format !== 'text') {
       params.receipted_message_id = messageId;
       params.message_state = MESSAGE_STATE[stat];
-      if (err !== '000') params.network_error_code = Buffer.from([0x03, ...[Number(err) >> 8, Number(err) & 0xff]]); // 3 = GSM
+      if (err !== '000')
+        params.network_error_code = Buffer.from([0x03, ...[Number(err) >> 8, Number(err) & 0xff]]); // 3 = GSM
     }
     const status = await this.deliverSm(params, conn);
     this.deliverResponses.push({ messageId, status });
@@ -414,9 +457,17 @@ export class FakeSmsc {
     session.on('error', () => {}); // a client vanishing is what some tests do
     session.on('close', () => this.conns.delete(conn));
     session.on('pdu', (pdu: PDU) => {
-      this.received.push({ connection: conn.id, command: pdu.command, commandStatus: pdu.command_status, sequenceNumber: pdu.sequence_number, raw: conn.lastRaw ?? Buffer.alloc(0), pdu });
+      this.received.push({
+        connection: conn.id,
+        command: pdu.command,
+        commandStatus: pdu.command_status,
+        sequenceNumber: pdu.sequence_number,
+        raw: conn.lastRaw ?? Buffer.alloc(0),
+        pdu,
+      });
     });
-    for (const cmd of ['bind_transceiver', 'bind_transmitter', 'bind_receiver'] as const) session.on(cmd, (pdu: PDU) => this.onBind(conn, cmd, pdu));
+    for (const cmd of ['bind_transceiver', 'bind_transmitter', 'bind_receiver'] as const)
+      session.on(cmd, (pdu: PDU) => this.onBind(conn, cmd, pdu));
     session.on('submit_sm', (pdu: PDU) => this.onSubmit(conn, pdu));
     session.on('enquire_link', (pdu: PDU) => {
       if (!this.ignoreEnquireLink) session.send(pdu.response());
@@ -456,11 +507,16 @@ export class FakeSmsc {
   }
 
   private onSubmit(conn: Conn, pdu: PDU): void {
-    const shortMessage = conn.lastRaw ? Buffer.from(rawShortMessage(conn.lastRaw)) : Buffer.alloc(0);
+    const shortMessage = conn.lastRaw
+      ? Buffer.from(rawShortMessage(conn.lastRaw))
+      : Buffer.alloc(0);
     const num = (v: unknown) => (typeof v === 'number' ? v : 0);
     const str = (v: unknown) => (typeof v === 'string' ? v : '');
     const esmClass = num(pdu.esm_class);
-    const udh = esmClass & 0x40 && shortMessage.length > 0 ? shortMessage.subarray(0, shortMessage[0]! + 1) : null;
+    const udh =
+      esmClass & 0x40 && shortMessage.length > 0
+        ? shortMessage.subarray(0, shortMessage[0]! + 1)
+        : null;
     const decoded = pdu.short_message as { message?: unknown } | undefined;
     const submit: ReceivedSubmit = {
       connection: conn.id,
@@ -495,7 +551,8 @@ export class FakeSmsc {
   }
 
   private answerSubmit(conn: Conn, pdu: PDU, submit: ReceivedSubmit): void {
-    const knob = typeof this.submitStatus === 'function' ? this.submitStatus(submit) : this.submitStatus;
+    const knob =
+      typeof this.submitStatus === 'function' ? this.submitStatus(submit) : this.submitStatus;
     const status = knob ?? statusForDestination(submit.destinationAddr) ?? ESME.ROK;
     submit.status = status;
     if (status !== ESME.ROK) {
@@ -509,7 +566,9 @@ export class FakeSmsc {
       const r = { ...this.receipts };
       const t = setTimeout(() => {
         this.timers.delete(t);
-        this.sendReceipt(messageId, { stat: r.stat, err: r.err, format: r.format }, submit).catch(() => {});
+        this.sendReceipt(messageId, { stat: r.stat, err: r.err, format: r.format }, submit).catch(
+          () => {},
+        );
       }, r.delayMs);
       this.timers.add(t);
     }

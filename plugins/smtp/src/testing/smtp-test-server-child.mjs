@@ -21,7 +21,8 @@ const knobs = { greeting: 'ok' };
  * enhanced code whatever the reason (it would say 5.2.2 "mailbox full" for too many recipients).
  */
 const RCPT_TEXT = {
-  450: (a) => `4.2.0 <${a}>: Recipient address rejected: Greylisted, see https://postgrey.schweikert.ch/help/`,
+  450: (a) =>
+    `4.2.0 <${a}>: Recipient address rejected: Greylisted, see https://postgrey.schweikert.ch/help/`,
   451: (a) => `4.3.0 <${a}>: Recipient address rejected: Temporary lookup failure`,
   452: (a) => `4.3.1 <${a}>: Recipient address rejected: Insufficient system storage`,
   550: (a) => `5.1.1 <${a}>: Recipient address rejected: User unknown in local recipient table`,
@@ -66,7 +67,9 @@ const server = new SMTPServer({
   name: 'mx.ens-test.invalid',
   banner: 'ENS test relay',
   secure: false,
-  ...(options.starttls ? { key: options.key, cert: options.cert } : { disabledCommands: ['STARTTLS'], hideSTARTTLS: true }),
+  ...(options.starttls
+    ? { key: options.key, cert: options.cert }
+    : { disabledCommands: ['STARTTLS'], hideSTARTTLS: true }),
   authMethods: ['PLAIN', 'LOGIN'],
   authOptional: options.authOptional === true,
   // Only without STARTTLS: real relays refuse AUTH in clear text, and so does this one when it can.
@@ -74,21 +77,23 @@ const server = new SMTPServer({
   disableReverseLookup: true,
   size: options.size ?? 10 * 1024 * 1024,
   logger: false,
-  onConnect(session, callback) {
+  onConnect(_session, callback) {
     if (knobs.greeting === 'silent') return; // never greet: the client's greeting timeout must fire
-    if (knobs.greeting === '421') return callback(smtpError(421, '4.3.2 mx.ens-test.invalid Service currently unavailable'));
+    if (knobs.greeting === '421')
+      return callback(smtpError(421, '4.3.2 mx.ens-test.invalid Service currently unavailable'));
     callback();
   },
   onClose() {
     send({ type: 'closed' });
   },
-  onAuth(auth, session, callback) {
+  onAuth(auth, _session, callback) {
     const ok = Object.hasOwn(users, auth.username ?? '') && users[auth.username] === auth.password;
     send({ type: 'auth', method: auth.method, user: auth.username ?? null, ok });
-    if (!ok) return callback(smtpError(535, '5.7.8 Error: authentication failed: authentication failure'));
+    if (!ok)
+      return callback(smtpError(535, '5.7.8 Error: authentication failed: authentication failure'));
     callback(null, { user: auth.username });
   },
-  onRcptTo(address, session, callback) {
+  onRcptTo(address, _session, callback) {
     const plan = planFor(address.address);
     if (plan?.stage === 'rcpt') {
       send({ type: 'rejected', stage: 'rcpt', address: address.address, code: plan.code });
@@ -107,26 +112,48 @@ const server = new SMTPServer({
       void (async () => {
         const raw = Buffer.concat(chunks);
         if (stream.sizeExceeded) {
-          send({ type: 'rejected', stage: 'data', address: session.envelope.rcptTo.map((r) => r.address).join(','), code: 552 });
+          send({
+            type: 'rejected',
+            stage: 'data',
+            address: session.envelope.rcptTo.map((r) => r.address).join(','),
+            code: 552,
+          });
           return callback(smtpError(552, DATA_TEXT[552]));
         }
         const rcptTo = session.envelope.rcptTo.map((r) => r.address);
         const refused = rcptTo.map(planFor).find((p) => p?.stage === 'data');
         if (refused) {
           send({ type: 'rejected', stage: 'data', address: rcptTo.join(','), code: refused.code });
-          return callback(smtpError(refused.code, DATA_TEXT[refused.code] ?? fallbackText(refused.code)));
+          return callback(
+            smtpError(refused.code, DATA_TEXT[refused.code] ?? fallbackText(refused.code)),
+          );
         }
-        const parsed = await simpleParser(raw, { skipTextToHtml: true, skipTextLinks: true, keepCidLinks: true });
+        const parsed = await simpleParser(raw, {
+          skipTextToHtml: true,
+          skipTextLinks: true,
+          keepCidLinks: true,
+        });
         const headers = {};
         for (const h of parsed.headerLines) {
-          const value = h.line.slice(h.line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
+          const value = h.line
+            .slice(h.line.indexOf(':') + 1)
+            .replace(/\r?\n[ \t]+/g, ' ')
+            .trim();
           if (!(h.key in headers)) headers[h.key] = value;
         }
-        const addresses = (a) => (a ? (Array.isArray(a) ? a : [a]).flatMap((x) => x.value.map((v) => ({ address: v.address ?? '', name: v.name ?? '' }))) : []);
+        const addresses = (a) =>
+          a
+            ? (Array.isArray(a) ? a : [a]).flatMap((x) =>
+                x.value.map((v) => ({ address: v.address ?? '', name: v.name ?? '' })),
+              )
+            : [];
         send({
           type: 'message',
           message: {
-            envelope: { mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', rcptTo },
+            envelope: {
+              mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+              rcptTo,
+            },
             user: session.user ?? null,
             secure: session.secure === true,
             raw: raw.toString('base64'),

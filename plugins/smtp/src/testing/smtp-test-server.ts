@@ -13,11 +13,11 @@
  *   - anything else    accepted: "250 2.0.0 Ok: queued as …"
  * and, by knob, at connect: a 421 instead of the greeting, or no greeting at all.
  *
- * References: RFC 5321 https://www.rfc-editor.org/rfc/rfc5321 (reply codes, 4.5.3.1.10 on 552),
- * RFC 3463 https://www.rfc-editor.org/rfc/rfc3463 (enhanced status codes),
- * RFC 4954 https://www.rfc-editor.org/rfc/rfc4954 (AUTH, 535 5.7.8),
- * RFC 3207 https://www.rfc-editor.org/rfc/rfc3207 (STARTTLS),
- * smtp-server https://nodemailer.com/extras/smtp-server/, mailparser https://nodemailer.com/extras/mailparser/.
+ * References: RFC 5321 https://www.rfc-editor.org/rfc/rfc5321 (reply codes, 4.5.3.1.10 on 552), RFC
+ * 3463 https://www.rfc-editor.org/rfc/rfc3463 (enhanced status codes), RFC 4954
+ * https://www.rfc-editor.org/rfc/rfc4954 (AUTH, 535 5.7.8), RFC 3207
+ * https://www.rfc-editor.org/rfc/rfc3207 (STARTTLS), smtp-server
+ * https://nodemailer.com/extras/smtp-server/, mailparser https://nodemailer.com/extras/mailparser/.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -25,13 +25,19 @@ import { fileURLToPath } from 'node:url';
 import { TEST_SERVER_CERT_PEM, TEST_SERVER_KEY_PEM } from './test-tls.ts';
 
 export { TEST_CA_PEM } from './test-tls.ts';
-/** The test certificate (127.0.0.1, localhost) and its key, for other test servers that offer STARTTLS. */
+/**
+ * The test certificate (127.0.0.1, localhost) and its key, for other test servers that offer
+ * STARTTLS.
+ */
 export { TEST_SERVER_CERT_PEM, TEST_SERVER_KEY_PEM } from './test-tls.ts';
 
 export interface SmtpTestServerOptions {
   /** Accounts for AUTH PLAIN/LOGIN, user → password. */
   users?: Record<string, string>;
-  /** Offer STARTTLS (with the test certificate); off, the server hides it and allows AUTH in clear. Default true. */
+  /**
+   * Offer STARTTLS (with the test certificate); off, the server hides it and allows AUTH in clear.
+   * Default true.
+   */
   starttls?: boolean;
   /** Accept mail without AUTH. Default false. */
   authOptional?: boolean;
@@ -114,13 +120,18 @@ type ChildMessage =
  * bundle, so the source copy is found through the package root instead.
  */
 function childScript(): string {
-  const candidates = ['./smtp-test-server-child.mjs', '../src/testing/smtp-test-server-child.mjs', '../../src/testing/smtp-test-server-child.mjs']
-    .map((rel) => new URL(rel, import.meta.url));
+  const candidates = [
+    './smtp-test-server-child.mjs',
+    '../src/testing/smtp-test-server-child.mjs',
+    '../../src/testing/smtp-test-server-child.mjs',
+  ].map((rel) => new URL(rel, import.meta.url));
   for (const c of candidates) {
     const p = fileURLToPath(c);
     if (existsSync(p)) return p;
   }
-  throw new Error(`smtp-test-server: cannot find smtp-test-server-child.mjs (looked at ${candidates.map((c) => fileURLToPath(c)).join(', ')})`);
+  throw new Error(
+    `smtp-test-server: cannot find smtp-test-server-child.mjs (looked at ${candidates.map((c) => fileURLToPath(c)).join(', ')})`,
+  );
 }
 
 export class SmtpTestServer {
@@ -150,12 +161,17 @@ export class SmtpTestServer {
       size: this.options.size,
       ...(starttls ? { key: TEST_SERVER_KEY_PEM, cert: TEST_SERVER_CERT_PEM } : {}),
     });
-    // execArgv: [] because the child is plain JavaScript: the test runner's loader flags are not needed.
-    const child = fork(childScript(), [args], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // execArgv: [] because the child is plain JavaScript: the test runner's loader flags are not
+    // needed.
+    const child = fork(childScript(), [args], {
+      execArgv: [],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     this.child = child;
     child.on('message', (m) => this.onChildMessage(m as ChildMessage));
     return new Promise((resolve, reject) => {
-      const onExit = (code: number | null) => reject(new Error(`smtp-test-server: the server process exited (${code}) before listening`));
+      const onExit = (code: number | null) =>
+        reject(new Error(`smtp-test-server: the server process exited (${code}) before listening`));
       child.once('exit', onExit);
       child.once('error', reject);
       const onListening = (m: unknown) => {
@@ -183,9 +199,19 @@ export class SmtpTestServer {
   }
 
   /** Resolves with the first received message that matches (already received ones count). */
-  async waitForMessage(match: (m: ReceivedMessage) => boolean = () => true, timeoutMs = 5_000): Promise<ReceivedMessage> {
+  async waitForMessage(
+    match: (m: ReceivedMessage) => boolean = () => true,
+    timeoutMs = 5_000,
+  ): Promise<ReceivedMessage> {
     let found: ReceivedMessage | undefined;
-    await this.waitUntil(() => (found = this.received.find(match)) !== undefined, timeoutMs, () => `no matching message (received ${this.received.length})`);
+    await this.waitUntil(
+      () => {
+        found = this.received.find(match);
+        return found !== undefined;
+      },
+      timeoutMs,
+      () => `no matching message (received ${this.received.length})`,
+    );
     return found!;
   }
 
@@ -194,7 +220,11 @@ export class SmtpTestServer {
    * message, an AUTH attempt, a refusal). Reports travel over IPC, so one can land a moment after
    * the SMTP reply the client already acted on: wait for it rather than read the lists at once.
    */
-  waitUntil(check: () => boolean, timeoutMs = 5_000, what: () => string = () => 'condition not met'): Promise<void> {
+  waitUntil(
+    check: () => boolean,
+    timeoutMs = 5_000,
+    what: () => string = () => 'condition not met',
+  ): Promise<void> {
     if (check()) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const waiter = () => {
@@ -235,7 +265,10 @@ export class SmtpTestServer {
         this.received.push({
           ...m,
           raw: Buffer.from(m.raw, 'base64'),
-          attachments: m.attachments.map((a) => ({ ...a, content: Buffer.from(a.content, 'base64') })),
+          attachments: m.attachments.map((a) => ({
+            ...a,
+            content: Buffer.from(a.content, 'base64'),
+          })),
         });
         break;
       }
@@ -264,7 +297,9 @@ export class SmtpTestServer {
 }
 
 /** Creates and starts a test server. */
-export async function startSmtpTestServer(options: SmtpTestServerOptions = {}): Promise<SmtpTestServer> {
+export async function startSmtpTestServer(
+  options: SmtpTestServerOptions = {},
+): Promise<SmtpTestServer> {
   const s = new SmtpTestServer(options);
   await s.start();
   return s;

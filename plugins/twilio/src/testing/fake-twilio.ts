@@ -94,7 +94,15 @@ export interface FakeTwilioOptions {
   apiKeySecret?: string;
 }
 
-export type MessageStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'undelivered' | 'failed' | 'read' | 'accepted';
+export type MessageStatus =
+  | 'queued'
+  | 'sending'
+  | 'sent'
+  | 'delivered'
+  | 'undelivered'
+  | 'failed'
+  | 'read'
+  | 'accepted';
 
 /** An SMS a phone texts to one of the account's numbers. */
 export interface InboundSms {
@@ -110,7 +118,16 @@ export interface InboundSms {
 }
 
 /** Twilio's default opt-out and opt-in keywords: the whole text, any case. */
-const STOP_WORDS = new Set(['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT', 'REVOKE', 'OPTOUT']);
+const STOP_WORDS = new Set([
+  'STOP',
+  'STOPALL',
+  'UNSUBSCRIBE',
+  'CANCEL',
+  'END',
+  'QUIT',
+  'REVOKE',
+  'OPTOUT',
+]);
 const START_WORDS = new Set(['START', 'YES', 'UNSTOP']);
 
 const API_VERSION = '2010-04-01';
@@ -118,21 +135,37 @@ const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 /** Twilio's dates: RFC 2822 in GMT, e.g. "Tue, 27 Nov 2018 16:14:39 +0000". */
 const rfc2822 = (d: Date) => d.toUTCString().replace(/GMT$/, '+0000');
 
-const errorBody = (e: { status: number; code: number; message: string }) =>
-  ({ code: e.code, message: e.message, more_info: `https://www.twilio.com/docs/errors/${e.code}`, status: e.status });
+const errorBody = (e: { status: number; code: number; message: string }) => ({
+  code: e.code,
+  message: e.message,
+  more_info: `https://www.twilio.com/docs/errors/${e.code}`,
+  status: e.status,
+});
 
 function byNumber(to: string, from: string | undefined): FakeError | undefined {
   switch (to.slice(-4)) {
     case '0000':
-      return { status: 400, code: 21211, message: `The 'To' number ${to} is not a valid phone number.` };
+      return {
+        status: 400,
+        code: 21211,
+        message: `The 'To' number ${to} is not a valid phone number.`,
+      };
     case '0001':
       return { status: 400, code: 21610, message: 'Attempt to send to unsubscribed recipient' };
     case '0002':
-      return { status: 400, code: 21408, message: `Permission to send an SMS has not been enabled for the region indicated by the 'To' number: ${to}.` };
+      return {
+        status: 400,
+        code: 21408,
+        message: `Permission to send an SMS has not been enabled for the region indicated by the 'To' number: ${to}.`,
+      };
     case '0003':
       return { status: 400, code: 21614, message: "'To' number is not a valid mobile number" };
     case '0004':
-      return { status: 400, code: 21612, message: `The 'To' phone number: ${to}, is not currently reachable using the 'From' phone number: ${from ?? 'your Messaging Service'} via SMS.` };
+      return {
+        status: 400,
+        code: 21612,
+        message: `The 'To' phone number: ${to}, is not currently reachable using the 'From' phone number: ${from ?? 'your Messaging Service'} via SMS.`,
+      };
     case '0429':
       return { status: 429, code: 20429, message: 'Too Many Requests', retryAfter: '7' };
     case '0500':
@@ -153,12 +186,20 @@ export class FakeTwilio {
   readonly received: ReceivedRequest[] = [];
   /** The messages created, by SID. */
   readonly messages = new Map<string, FakeMessage>();
-  readonly knobs: FakeTwilioKnobs = { rateLimit: null, serverError: null, hang: false, maxPerSecond: null };
+  readonly knobs: FakeTwilioKnobs = {
+    rateLimit: null,
+    serverError: null,
+    hang: false,
+    maxPerSecond: null,
+  };
   /** Messages refused by the maxPerSecond knob. */
   refusedForRate = 0;
   /** When the messages of the last second were accepted, for maxPerSecond. */
   readonly #acceptedAt: number[] = [];
-  /** "sender|texter" pairs a STOP blocks (sender: a number or a Messaging Service SID), as Twilio keeps them. */
+  /**
+   * "sender|texter" pairs a STOP blocks (sender: a number or a Messaging Service SID), as Twilio
+   * keeps them.
+   */
   readonly optOuts = new Set<string>();
   /** What GET Accounts/{sid}.json reports; Twilio keeps authenticating suspended accounts. */
   accountStatus: 'active' | 'suspended' | 'closed' = 'active';
@@ -219,7 +260,8 @@ export class FakeTwilio {
   async waitForRequests(count: number, ms = 5_000): Promise<ReceivedRequest[]> {
     const deadline = Date.now() + ms;
     while (this.received.length < count) {
-      if (Date.now() > deadline) throw new Error(`FakeTwilio: ${this.received.length} of ${count} requests within ${ms} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`FakeTwilio: ${this.received.length} of ${count} requests within ${ms} ms`);
       await new Promise((r) => setImmediate(r));
     }
     return this.received;
@@ -230,7 +272,9 @@ export class FakeTwilio {
    * the Auth Token over the URL followed by each parameter, sorted by name, as name + value.
    */
   sign(url: string, params: Record<string, string>, authToken = this.authToken): string {
-    const data = Object.keys(params).sort().reduce((acc, k) => acc + k + params[k], url);
+    const data = Object.keys(params)
+      .sort()
+      .reduce((acc, k) => acc + k + params[k], url);
     return createHmac('sha1', authToken).update(Buffer.from(data, 'utf8')).digest('base64');
   }
 
@@ -238,7 +282,11 @@ export class FakeTwilio {
    * Posts a status callback (or any webhook) to `url` the way Twilio does: form-encoded, signed
    * with X-Twilio-Signature over exactly this URL. `signWith` signs with another token (a forgery).
    */
-  async sendStatusCallback(url: string, params: Record<string, string>, opts: { signWith?: string } = {}): Promise<{ status: number; body: string; headers: Headers }> {
+  async sendStatusCallback(
+    url: string,
+    params: Record<string, string>,
+    opts: { signWith?: string } = {},
+  ): Promise<{ status: number; body: string; headers: Headers }> {
     const res = await fetch(url, {
       method: 'POST',
       headers: {
@@ -255,7 +303,11 @@ export class FakeTwilio {
   }
 
   /** The parameters Twilio posts when message `sid` reaches `status`. */
-  statusParams(sid: string, status: MessageStatus, opts: { errorCode?: number } = {}): Record<string, string> {
+  statusParams(
+    sid: string,
+    status: MessageStatus,
+    opts: { errorCode?: number } = {},
+  ): Record<string, string> {
     const m = this.messages.get(sid);
     if (!m) throw new Error(`FakeTwilio: no message ${sid}`);
     const p: Record<string, string> = {
@@ -270,7 +322,8 @@ export class FakeTwilio {
       From: m.from ?? '+15005550006',
     };
     if (m.messagingServiceSid) p.MessagingServiceSid = m.messagingServiceSid;
-    if (status === 'failed' || status === 'undelivered') p.ErrorCode = String(opts.errorCode ?? 30003);
+    if (status === 'failed' || status === 'undelivered')
+      p.ErrorCode = String(opts.errorCode ?? 30003);
     if (status === 'delivered' || status === 'undelivered') {
       const d = new Date();
       const two = (n: number) => String(n).padStart(2, '0');
@@ -287,9 +340,25 @@ export class FakeTwilio {
   inboundParams(sms: InboundSms): Record<string, string> {
     const sid = `SM${hex(16)}`;
     const p: Record<string, string> = {
-      ToCountry: 'US', ToState: '', SmsMessageSid: sid, NumMedia: '0', ToCity: '', FromZip: '', SmsSid: sid, FromState: '', SmsStatus: 'received',
-      FromCity: '', Body: sms.body, FromCountry: 'US', To: sms.to, ToZip: '', NumSegments: '1', MessageSid: sid, AccountSid: this.accountSid,
-      From: sms.from, ApiVersion: API_VERSION,
+      ToCountry: 'US',
+      ToState: '',
+      SmsMessageSid: sid,
+      NumMedia: '0',
+      ToCity: '',
+      FromZip: '',
+      SmsSid: sid,
+      FromState: '',
+      SmsStatus: 'received',
+      FromCity: '',
+      Body: sms.body,
+      FromCountry: 'US',
+      To: sms.to,
+      ToZip: '',
+      NumSegments: '1',
+      MessageSid: sid,
+      AccountSid: this.accountSid,
+      From: sms.from,
+      ApiVersion: API_VERSION,
     };
     if (sms.messagingServiceSid) p.MessagingServiceSid = sms.messagingServiceSid;
     if (sms.optOutType) p.OptOutType = sms.optOutType;
@@ -301,11 +370,17 @@ export class FakeTwilio {
    * over exactly this URL; `signWith` signs with another token, a forgery), and applies its
    * keyword to the fake's own opt-out list as Twilio does.
    */
-  async sendInbound(url: string, sms: InboundSms, opts: { signWith?: string } = {}): Promise<{ status: number; body: string; headers: Headers }> {
+  async sendInbound(
+    url: string,
+    sms: InboundSms,
+    opts: { signWith?: string } = {},
+  ): Promise<{ status: number; body: string; headers: Headers }> {
     const params = this.inboundParams(sms);
     const word = sms.body.trim().toUpperCase();
-    const stop = sms.optOutType === 'STOP' || (sms.optOutType === undefined && STOP_WORDS.has(word));
-    const start = sms.optOutType === 'START' || (sms.optOutType === undefined && START_WORDS.has(word));
+    const stop =
+      sms.optOutType === 'STOP' || (sms.optOutType === undefined && STOP_WORDS.has(word));
+    const start =
+      sms.optOutType === 'START' || (sms.optOutType === undefined && START_WORDS.has(word));
     for (const sender of [sms.to, sms.messagingServiceSid]) {
       if (!sender) continue;
       if (stop) this.optOuts.add(`${sender}|${sms.from}`);
@@ -314,12 +389,21 @@ export class FakeTwilio {
     return this.sendStatusCallback(url, params, opts);
   }
 
-  /** Moves message `sid` to `status` and posts the signed callback to its StatusCallback (or `url`). */
-  async sendStatus(sid: string, status: MessageStatus, opts: { errorCode?: number; url?: string } = {}): Promise<{ status: number; body: string; headers: Headers }> {
+  /**
+   * Moves message `sid` to `status` and posts the signed callback to its StatusCallback (or `url`).
+   */
+  async sendStatus(
+    sid: string,
+    status: MessageStatus,
+    opts: { errorCode?: number; url?: string } = {},
+  ): Promise<{ status: number; body: string; headers: Headers }> {
     const m = this.messages.get(sid);
     if (!m) throw new Error(`FakeTwilio: no message ${sid}`);
     const url = opts.url ?? m.statusCallback;
-    if (!url) throw new Error(`FakeTwilio: message ${sid} was sent without a StatusCallback; pass opts.url`);
+    if (!url)
+      throw new Error(
+        `FakeTwilio: message ${sid} was sent without a StatusCallback; pass opts.url`,
+      );
     m.status = status;
     return this.sendStatusCallback(url, this.statusParams(sid, status, opts));
   }
@@ -328,27 +412,50 @@ export class FakeTwilio {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const rawBody = Buffer.concat(chunks).toString('utf8');
-    const isForm = (req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
-    const form: Record<string, string> = isForm ? Object.fromEntries(new URLSearchParams(rawBody)) : {};
+    const isForm = (req.headers['content-type'] ?? '').startsWith(
+      'application/x-www-form-urlencoded',
+    );
+    const form: Record<string, string> = isForm
+      ? Object.fromEntries(new URLSearchParams(rawBody))
+      : {};
     const auth = parseBasic(req.headers.authorization);
-    this.received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, auth, form, rawBody, at: new Date() });
+    this.received.push({
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      auth,
+      form,
+      rawBody,
+      at: new Date(),
+    });
     if (this.knobs.hang) return; // left open; stop() cuts it
 
     const send = (status: number, body: object, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json;charset=utf-8', 'twilio-request-id': `RQ${hex(16)}`, ...headers });
+      res.writeHead(status, {
+        'content-type': 'application/json;charset=utf-8',
+        'twilio-request-id': `RQ${hex(16)}`,
+        ...headers,
+      });
       res.end(JSON.stringify(body));
     };
-    const fail = (e: FakeError) => send(e.status, errorBody(e), e.retryAfter !== undefined ? { 'retry-after': e.retryAfter } : {});
+    const fail = (e: FakeError) =>
+      send(
+        e.status,
+        errorBody(e),
+        e.retryAfter !== undefined ? { 'retry-after': e.retryAfter } : {},
+      );
 
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
     const m = /^\/2010-04-01\/Accounts\/([^/]+?)(\/Messages)?\.json$/.exec(path);
     // Twilio checks credentials before it looks at the resource.
-    const authenticated = auth !== null && (
-      (auth.username === this.accountSid && auth.password === this.authToken) ||
-      (auth.username === this.apiKeySid && auth.password === this.apiKeySecret)
-    );
+    const authenticated =
+      auth !== null &&
+      ((auth.username === this.accountSid && auth.password === this.authToken) ||
+        (auth.username === this.apiKeySid && auth.password === this.apiKeySecret));
     if (!authenticated || (m && m[1] !== this.accountSid)) {
-      send(401, errorBody({ status: 401, code: 20003, message: 'Authenticate' }), { 'www-authenticate': 'Basic realm="Twilio API"' });
+      send(401, errorBody({ status: 401, code: 20003, message: 'Authenticate' }), {
+        'www-authenticate': 'Basic realm="Twilio API"',
+      });
       return;
     }
     if (!m) {
@@ -356,35 +463,67 @@ export class FakeTwilio {
       return;
     }
     if (!m[2]) {
-      if (req.method !== 'GET') return fail({ status: 405, code: 20004, message: 'Method not allowed' });
+      if (req.method !== 'GET')
+        return fail({ status: 405, code: 20004, message: 'Method not allowed' });
       const created = rfc2822(new Date(Date.UTC(2024, 0, 2, 3, 4, 5)));
       send(200, {
-        sid: this.accountSid, owner_account_sid: this.accountSid, friendly_name: 'ENS fake account', status: this.accountStatus, type: 'Full',
-        date_created: created, date_updated: created, uri: `/${API_VERSION}/Accounts/${this.accountSid}.json`,
+        sid: this.accountSid,
+        owner_account_sid: this.accountSid,
+        friendly_name: 'ENS fake account',
+        status: this.accountStatus,
+        type: 'Full',
+        date_created: created,
+        date_updated: created,
+        uri: `/${API_VERSION}/Accounts/${this.accountSid}.json`,
         subresource_uris: { messages: `/${API_VERSION}/Accounts/${this.accountSid}/Messages.json` },
       });
       return;
     }
-    if (req.method !== 'POST') return fail({ status: 405, code: 20004, message: 'Method not allowed' });
+    if (req.method !== 'POST')
+      return fail({ status: 405, code: 20004, message: 'Method not allowed' });
 
-    if (this.knobs.rateLimit) return fail({ status: 429, code: 20429, message: 'Too Many Requests', retryAfter: this.knobs.rateLimit.retryAfter });
+    if (this.knobs.rateLimit)
+      return fail({
+        status: 429,
+        code: 20429,
+        message: 'Too Many Requests',
+        retryAfter: this.knobs.rateLimit.retryAfter,
+      });
     if (this.knobs.serverError) {
       const s = this.knobs.serverError;
-      return fail({ status: s, code: s === 500 ? 20500 : 20503, message: s === 500 ? 'Internal Server Error' : 'Service Unavailable' });
+      return fail({
+        status: s,
+        code: s === 500 ? 20500 : 20503,
+        message: s === 500 ? 'Internal Server Error' : 'Service Unavailable',
+      });
     }
     const to = form.To;
     const from = form.From;
     const serviceSid = form.MessagingServiceSid;
     if (!to) return fail({ status: 400, code: 21604, message: "A 'To' phone number is required." });
-    if (!from && !serviceSid) return fail({ status: 400, code: 21603, message: "A 'From' phone number is required." });
-    if (!form.Body && !form.MediaUrl && !form.ContentSid) return fail({ status: 400, code: 21602, message: 'Message body is required.' });
-    if ((form.Body ?? '').length > 1600) return fail({ status: 400, code: 21617, message: 'The concatenated message body exceeds the 1600 character limit.' });
-    const optedOut = (from && this.optOuts.has(`${from}|${to}`)) || (serviceSid && this.optOuts.has(`${serviceSid}|${to}`));
-    const outcome = this.#outcomes.get(to) ?? (optedOut ? { status: 400, code: 21610, message: 'Attempt to send to unsubscribed recipient' } : byNumber(to, from));
+    if (!from && !serviceSid)
+      return fail({ status: 400, code: 21603, message: "A 'From' phone number is required." });
+    if (!form.Body && !form.MediaUrl && !form.ContentSid)
+      return fail({ status: 400, code: 21602, message: 'Message body is required.' });
+    if ((form.Body ?? '').length > 1600)
+      return fail({
+        status: 400,
+        code: 21617,
+        message: 'The concatenated message body exceeds the 1600 character limit.',
+      });
+    const optedOut =
+      (from && this.optOuts.has(`${from}|${to}`)) ||
+      (serviceSid && this.optOuts.has(`${serviceSid}|${to}`));
+    const outcome =
+      this.#outcomes.get(to) ??
+      (optedOut
+        ? { status: 400, code: 21610, message: 'Attempt to send to unsubscribed recipient' }
+        : byNumber(to, from));
     if (outcome) return fail(outcome);
     if (this.knobs.maxPerSecond !== null) {
       const now = performance.now();
-      while (this.#acceptedAt.length > 0 && this.#acceptedAt[0]! <= now - 1000) this.#acceptedAt.shift();
+      while (this.#acceptedAt.length > 0 && this.#acceptedAt[0]! <= now - 1000)
+        this.#acceptedAt.shift();
       if (this.#acceptedAt.length >= this.knobs.maxPerSecond) {
         this.refusedForRate++;
         return fail({ status: 429, code: 20429, message: 'Too Many Requests', retryAfter: '1' });
@@ -394,18 +533,41 @@ export class FakeTwilio {
 
     const now = new Date();
     const msg: FakeMessage = {
-      sid: `SM${hex(16)}`, accountSid: this.accountSid, to, from: from ?? null, messagingServiceSid: serviceSid ?? null,
-      body: form.Body ?? '', status: from ? 'queued' : 'accepted', statusCallback: form.StatusCallback ?? null, dateCreated: now,
+      sid: `SM${hex(16)}`,
+      accountSid: this.accountSid,
+      to,
+      from: from ?? null,
+      messagingServiceSid: serviceSid ?? null,
+      body: form.Body ?? '',
+      status: from ? 'queued' : 'accepted',
+      statusCallback: form.StatusCallback ?? null,
+      dateCreated: now,
     };
     this.messages.set(msg.sid, msg);
     const uri = `/${API_VERSION}/Accounts/${this.accountSid}/Messages/${msg.sid}`;
     const segments = Math.max(1, Math.ceil(msg.body.length / 160));
     send(201, {
-      account_sid: this.accountSid, api_version: API_VERSION, body: msg.body, date_created: rfc2822(now), date_sent: null, date_updated: rfc2822(now),
-      direction: 'outbound-api', error_code: null, error_message: null, from: msg.from, messaging_service_sid: msg.messagingServiceSid,
+      account_sid: this.accountSid,
+      api_version: API_VERSION,
+      body: msg.body,
+      date_created: rfc2822(now),
+      date_sent: null,
+      date_updated: rfc2822(now),
+      direction: 'outbound-api',
+      error_code: null,
+      error_message: null,
+      from: msg.from,
+      messaging_service_sid: msg.messagingServiceSid,
       // A Messaging Service has not picked a sender yet, so Twilio reports 0 segments.
-      num_media: '0', num_segments: msg.from ? String(segments) : '0', price: null, price_unit: 'USD', sid: msg.sid, status: msg.status,
-      subresource_uris: { media: `${uri}/Media.json`, feedback: `${uri}/Feedback.json` }, to: msg.to, uri: `${uri}.json`,
+      num_media: '0',
+      num_segments: msg.from ? String(segments) : '0',
+      price: null,
+      price_unit: 'USD',
+      sid: msg.sid,
+      status: msg.status,
+      subresource_uris: { media: `${uri}/Media.json`, feedback: `${uri}/Feedback.json` },
+      to: msg.to,
+      uri: `${uri}.json`,
     });
   }
 }

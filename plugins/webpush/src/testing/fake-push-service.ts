@@ -22,12 +22,20 @@
  *   encryption (400), 111 missing TTL (400).
  */
 import { createECDH, createPublicKey, randomBytes, verify, type ECDH } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import ece from 'http_ece';
 
 const MORE_INFO = 'http://autopush.readthedocs.io/en/latest/http.html#error-codes';
-/** RFC 8030 §7.2: the smallest payload limit a push service may have, in octets of encrypted body. */
+/**
+ * RFC 8030 §7.2: the smallest payload limit a push service may have, in octets of encrypted body.
+ */
 export const MAX_BODY_OCTETS = 4096;
 const MAX_VAPID_LIFETIME_S = 24 * 60 * 60;
 
@@ -52,7 +60,10 @@ interface Registered extends FakeSubscription {
 export type Outcome =
   | { status: 404 | 410 | 413 | 500 | 502 | 503 }
   | { status: 429; retryAfter?: string }
-  /** Accepts, with a Location given as a path only, or none at all (RFC 8030 requires one; not every service sends it). */
+  /**
+   * Accepts, with a Location given as a path only, or none at all (RFC 8030 requires one; not every
+   * service sends it).
+   */
   | { status: 201; location: 'relative' | 'none' }
   | { status: 'hang' };
 
@@ -79,7 +90,10 @@ export interface ReceivedPush {
   decryptError: string | null;
   /** What the fake answered; 0 while a hung request is held. */
   status: number;
-  /** The Location the fake answered an accepted message with (absolute unless a knob says otherwise). */
+  /**
+   * The Location the fake answered an accepted message with (absolute unless a knob says
+   * otherwise).
+   */
   location: string | null;
 }
 
@@ -206,7 +220,12 @@ export class FakePushService {
       location: null,
     };
     this.received.push(rec);
-    const answer = (status: number, errno: number | null, message: string, headers: Record<string, string> = {}) => {
+    const answer = (
+      status: number,
+      errno: number | null,
+      message: string,
+      headers: Record<string, string> = {},
+    ) => {
       rec.status = status;
       error(res, status, errno, message, headers);
       this.#notify();
@@ -220,7 +239,12 @@ export class FakePushService {
     if (!sub) return answer(404, 102, 'Invalid token');
 
     const auth = header(req.headers, 'authorization');
-    if (!auth) return answer(401, 109, 'Missing VAPID authorization: this subscription is restricted to an application server key');
+    if (!auth)
+      return answer(
+        401,
+        109,
+        'Missing VAPID authorization: this subscription is restricted to an application server key',
+      );
     const parsed = parseVapid(auth);
     if (typeof parsed === 'string') return answer(401, 109, parsed);
     rec.vapid = parsed.seen;
@@ -235,8 +259,18 @@ export class FakePushService {
     }
     if (body.length > 0) {
       const enc = header(req.headers, 'content-encoding');
-      if (enc !== 'aes128gcm') return answer(400, 110, `Unknown Content-Encoding: ${enc ?? '(none)'}; this service accepts aes128gcm (RFC 8291)`);
-      if (body.length > MAX_BODY_OCTETS) return answer(413, 104, `Data payload too large: ${body.length} octets, at most ${MAX_BODY_OCTETS}`);
+      if (enc !== 'aes128gcm')
+        return answer(
+          400,
+          110,
+          `Unknown Content-Encoding: ${enc ?? '(none)'}; this service accepts aes128gcm (RFC 8291)`,
+        );
+      if (body.length > MAX_BODY_OCTETS)
+        return answer(
+          413,
+          104,
+          `Data payload too large: ${body.length} octets, at most ${MAX_BODY_OCTETS}`,
+        );
       const cryptoHeader = checkAes128gcmHeader(body);
       if (cryptoHeader) return answer(400, 110, cryptoHeader);
     }
@@ -250,15 +284,27 @@ export class FakePushService {
         case 413:
           return answer(413, 104, `Data payload too large: at most ${MAX_BODY_OCTETS} octets`);
         case 429:
-          return answer(429, null, 'Too many requests for this subscription; slow down', forced.retryAfter === undefined ? {} : { 'retry-after': forced.retryAfter });
+          return answer(
+            429,
+            null,
+            'Too many requests for this subscription; slow down',
+            forced.retryAfter === undefined ? {} : { 'retry-after': forced.retryAfter },
+          );
         default:
-          return answer(forced.status, null, 'General error: the push service could not store the message', forced.status === 503 ? { 'retry-after': '120' } : {});
+          return answer(
+            forced.status,
+            null,
+            'General error: the push service could not store the message',
+            forced.status === 503 ? { 'retry-after': '120' } : {},
+          );
       }
     }
 
     if (body.length > 0) {
       try {
-        rec.plaintext = ece.decrypt(body, { version: 'aes128gcm', privateKey: sub.ecdh, authSecret: sub.auth }).toString('utf8');
+        rec.plaintext = ece
+          .decrypt(body, { version: 'aes128gcm', privateKey: sub.ecdh, authSecret: sub.auth })
+          .toString('utf8');
       } catch (e) {
         // A real push service cannot read the payload; the user agent drops what it cannot decrypt.
         rec.decryptError = (e as Error).message;
@@ -266,9 +312,18 @@ export class FakePushService {
     }
     const messageId = b64u(randomBytes(24));
     const form = forced?.status === 201 ? forced.location : 'absolute';
-    rec.location = form === 'none' ? null : form === 'relative' ? `/message/${messageId}` : `${this.#base}/message/${messageId}`;
+    rec.location =
+      form === 'none'
+        ? null
+        : form === 'relative'
+          ? `/message/${messageId}`
+          : `${this.#base}/message/${messageId}`;
     rec.status = 201;
-    res.writeHead(201, { ...(rec.location === null ? {} : { location: rec.location }), ttl: rec.ttl, 'content-length': '0' });
+    res.writeHead(201, {
+      ...(rec.location === null ? {} : { location: rec.location }),
+      ttl: rec.ttl,
+      'content-length': '0',
+    });
     res.end();
     this.#notify();
   }
@@ -294,13 +349,38 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-function error(res: ServerResponse, status: number, errno: number | null, message: string, headers: Record<string, string> = {}): void {
+function error(
+  res: ServerResponse,
+  status: number,
+  errno: number | null,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   const reason: Record<number, string> = {
-    400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 410: 'Gone',
-    413: 'Payload Too Large', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable',
+    400: 'Bad Request',
+    401: 'Unauthorized',
+    403: 'Forbidden',
+    404: 'Not Found',
+    405: 'Method Not Allowed',
+    410: 'Gone',
+    413: 'Payload Too Large',
+    429: 'Too Many Requests',
+    500: 'Internal Server Error',
+    502: 'Bad Gateway',
+    503: 'Service Unavailable',
   };
-  const body = JSON.stringify({ code: status, errno, error: reason[status] ?? 'Error', message, more_info: MORE_INFO });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers });
+  const body = JSON.stringify({
+    code: status,
+    errno,
+    error: reason[status] ?? 'Error',
+    message,
+    more_info: MORE_INFO,
+  });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  });
   res.end(body);
 }
 
@@ -313,7 +393,8 @@ interface ParsedVapid {
 /** Parses `vapid t=<JWT>, k=<key>` (RFC 8292 §3); a string is the reason it is malformed. */
 function parseVapid(auth: string): ParsedVapid | string {
   const sp = auth.indexOf(' ');
-  if (sp < 0 || auth.slice(0, sp).toLowerCase() !== 'vapid') return 'Unknown auth scheme: expected vapid';
+  if (sp < 0 || auth.slice(0, sp).toLowerCase() !== 'vapid')
+    return 'Unknown auth scheme: expected vapid';
   const params = new Map<string, string>();
   for (const part of auth.slice(sp + 1).split(',')) {
     const eq = part.indexOf('=');
@@ -326,9 +407,18 @@ function parseVapid(auth: string): ParsedVapid | string {
   const parts = t.split('.');
   if (parts.length !== 3) return 'Invalid VAPID token: not a JWS compact serialization';
   try {
-    const jwtHeader = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8')) as Record<string, unknown>;
-    const claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as VapidSeen['claims'];
-    return { seen: { jwtHeader, claims, publicKey: k }, signingInput: `${parts[0]}.${parts[1]}`, signature: Buffer.from(parts[2]!, 'base64url') };
+    const jwtHeader = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8')) as Record<
+      string,
+      unknown
+    >;
+    const claims = JSON.parse(
+      Buffer.from(parts[1]!, 'base64url').toString('utf8'),
+    ) as VapidSeen['claims'];
+    return {
+      seen: { jwtHeader, claims, publicKey: k },
+      signingInput: `${parts[0]}.${parts[1]}`,
+      signature: Buffer.from(parts[2]!, 'base64url'),
+    };
   } catch {
     return 'Invalid VAPID token: header or claims are not JSON';
   }
@@ -337,22 +427,33 @@ function parseVapid(auth: string): ParsedVapid | string {
 /** RFC 8292 §2 and §4.2; returns why the authentication is invalid, or null when it is valid. */
 function checkVapid(p: ParsedVapid, origin: string, restrictedTo: string | null): string | null {
   const { jwtHeader, claims, publicKey } = p.seen;
-  if (jwtHeader.alg !== 'ES256') return `Invalid VAPID token: alg ${String(jwtHeader.alg)}, expected ES256`;
+  if (jwtHeader.alg !== 'ES256')
+    return `Invalid VAPID token: alg ${String(jwtHeader.alg)}, expected ES256`;
   const raw = Buffer.from(publicKey, 'base64url');
   if (raw.length !== 65 || raw[0] !== 0x04) return 'Invalid VAPID public key';
   let ok = false;
   try {
-    const key = createPublicKey({ key: { kty: 'EC', crv: 'P-256', x: b64u(raw.subarray(1, 33)), y: b64u(raw.subarray(33)) }, format: 'jwk' });
-    ok = verify('sha256', Buffer.from(p.signingInput), { key, dsaEncoding: 'ieee-p1363' }, p.signature);
+    const key = createPublicKey({
+      key: { kty: 'EC', crv: 'P-256', x: b64u(raw.subarray(1, 33)), y: b64u(raw.subarray(33)) },
+      format: 'jwk',
+    });
+    ok = verify(
+      'sha256',
+      Buffer.from(p.signingInput),
+      { key, dsaEncoding: 'ieee-p1363' },
+      p.signature,
+    );
   } catch {
     return 'Invalid VAPID public key';
   }
   if (!ok) return 'Invalid VAPID token: the signature does not verify with the given public key';
-  if (claims.aud !== origin) return `Invalid VAPID audience: ${String(claims.aud)}, expected ${origin}`;
+  if (claims.aud !== origin)
+    return `Invalid VAPID audience: ${String(claims.aud)}, expected ${origin}`;
   const now = Math.floor(Date.now() / 1000);
   if (typeof claims.exp !== 'number' || claims.exp <= now) return 'Invalid VAPID expiry';
   if (claims.exp > now + MAX_VAPID_LIFETIME_S) return 'The VAPID token expiration is too long';
-  if (typeof claims.sub !== 'string' || !/^(mailto:|https:)/.test(claims.sub)) return 'Invalid VAPID subject: a mailto: or https: contact is required';
+  if (typeof claims.sub !== 'string' || !/^(mailto:|https:)/.test(claims.sub))
+    return 'Invalid VAPID subject: a mailto: or https: contact is required';
   if (restrictedTo !== null && publicKey !== restrictedTo) return 'VAPID public key mismatch';
   return null;
 }
@@ -362,8 +463,10 @@ function checkAes128gcmHeader(body: Buffer): string | null {
   if (body.length < 21) return 'Invalid crypto header: truncated';
   const rs = body.readUInt32BE(16);
   const idlen = body[20]!;
-  if (idlen !== 65 || body.length < 21 + idlen || body[21] !== 0x04) return 'Invalid crypto header: keyid must be the 65-octet sender public key';
-  if (body.length - 21 - idlen > rs) return 'Invalid crypto header: the payload must be a single record';
+  if (idlen !== 65 || body.length < 21 + idlen || body[21] !== 0x04)
+    return 'Invalid crypto header: keyid must be the 65-octet sender public key';
+  if (body.length - 21 - idlen > rs)
+    return 'Invalid crypto header: the payload must be a single record';
   return null;
 }
 

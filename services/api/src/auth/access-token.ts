@@ -11,7 +11,9 @@ export interface AccessClaims {
   scope: string;
 }
 
-/** Mints and verifies ENS access tokens: HS256 JWTs keyed with a key derived from the master key. */
+/**
+ * Mints and verifies ENS access tokens: HS256 JWTs keyed with a key derived from the master key.
+ */
 export class AccessTokens {
   readonly #sign: (payload: Record<string, unknown>) => string;
   readonly #verify: (token: string) => AccessClaims & { exp?: number };
@@ -21,11 +23,26 @@ export class AccessTokens {
    */
   readonly #verified = new Map<string, { claims: AccessClaims; untilMs: number }>();
 
-  constructor(key: Buffer, readonly ttlSeconds: number) {
-    this.#sign = createSigner({ key, algorithm: 'HS256', iss: 'ens', aud: 'ens-api', expiresIn: ttlSeconds * 1000 });
+  constructor(
+    key: Buffer,
+    readonly ttlSeconds: number,
+  ) {
+    this.#sign = createSigner({
+      key,
+      algorithm: 'HS256',
+      iss: 'ens',
+      aud: 'ens-api',
+      expiresIn: ttlSeconds * 1000,
+    });
     // allowedIss and allowedAud check a claim only when it is there: requiredClaims makes a token
     // without them (or without an expiry) fail like a forgery, even when the signature holds.
-    this.#verify = createVerifier({ key, algorithms: ['HS256'], allowedIss: 'ens', allowedAud: 'ens-api', requiredClaims: ['exp', 'iss', 'aud', 'sub'] }) as (t: string) => AccessClaims & { exp?: number };
+    this.#verify = createVerifier({
+      key,
+      algorithms: ['HS256'],
+      allowedIss: 'ens',
+      allowedAud: 'ens-api',
+      requiredClaims: ['exp', 'iss', 'aud', 'sub'],
+    }) as (t: string) => AccessClaims & { exp?: number };
   }
 
   mint(clientId: string, grant: string = CLIENT_CREDENTIALS): string {

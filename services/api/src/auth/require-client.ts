@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { Errors, type ClientRow } from '@ens/core';
-import { type ClientDirectory } from '@ens/core/internal';
+import type { ClientDirectory } from '@ens/core/internal';
 import { CLIENT_CREDENTIALS, type AccessTokens } from './access-token.ts';
 
 declare module 'fastify' {

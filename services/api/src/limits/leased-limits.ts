@@ -45,7 +45,10 @@ export function serveRequestLeases(): void {
       throw e;
     });
     const before = r.consumedPoints - q.want;
-    return { granted: Math.max(0, Math.min(q.want, q.perSecond - before)), msBeforeNext: r.msBeforeNext };
+    return {
+      granted: Math.max(0, Math.min(q.want, q.perSecond - before)),
+      msBeforeNext: r.msBeforeNext,
+    };
   });
 }
 
@@ -61,7 +64,9 @@ export class LeasedLimits {
 
   constructor(readonly processes: number) {}
 
-  /** Admits one request of `key` under `perSecond`; resolves how long to wait when refused, or null. */
+  /**
+   * Admits one request of `key` under `perSecond`; resolves how long to wait when refused, or null.
+   */
   async take(key: string, perSecond: number): Promise<number | null> {
     const lk = `${perSecond} ${key}`;
     for (;;) {
@@ -84,7 +89,11 @@ export class LeasedLimits {
 
   async #ask(lk: string, key: string, perSecond: number): Promise<Lease> {
     const want = Math.max(1, Math.floor(perSecond / (8 * this.processes)));
-    const a = await askSupervisor<Lease>(CHANNEL, { perSecond, key, want } satisfies LeaseAsk, TIMEOUT_MS);
+    const a = await askSupervisor<Lease>(
+      CHANNEL,
+      { perSecond, key, want } satisfies LeaseAsk,
+      TIMEOUT_MS,
+    );
     if (a.granted > 0) {
       this.#leases.set(lk, { left: a.granted, until: Date.now() + a.msBeforeNext });
       if (this.#leases.size > 10_000) this.#forgetSpent();

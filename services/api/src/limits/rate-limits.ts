@@ -1,5 +1,11 @@
 import cluster from 'node:cluster';
-import { RateLimiterCluster, RateLimiterClusterMaster, RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import {
+  RateLimiterCluster,
+  RateLimiterClusterMaster,
+  RateLimiterMemory,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
 import { Errors } from '@ens/core';
 import { LeasedLimits, serveRequestLeases } from './leased-limits.ts';
 
@@ -13,7 +19,9 @@ type LimiterOptions = { points: number; duration: number; keyPrefix: string };
  * the per-client request limit, on every /v2/ request, spends leases instead (leased-limits.ts).
  */
 function limiter(o: LimiterOptions): RateLimiterAbstract {
-  return cluster.isWorker && process.connected ? new RateLimiterCluster({ ...o, timeoutMs: 2_000 }) : new RateLimiterMemory(o);
+  return cluster.isWorker && process.connected
+    ? new RateLimiterCluster({ ...o, timeoutMs: 2_000 })
+    : new RateLimiterMemory(o);
 }
 
 /** In the supervising process of an `ens serve`: keeps the counters its processes share. */
@@ -24,7 +32,10 @@ export function serveClusterRateLimits(): void {
 
 /** The 429 of the per-client limit, however it was counted (leases or this process's memory). */
 function overClientLimit(perSecond: number, waitMs: number): Error {
-  return Errors.rateLimited(`Rate limit of ${perSecond} requests per second for this client exceeded.`, waitMs / 1000);
+  return Errors.rateLimited(
+    `Rate limit of ${perSecond} requests per second for this client exceeded.`,
+    waitMs / 1000,
+  );
 }
 
 /**
@@ -36,10 +47,13 @@ export class ClientRateLimits {
   readonly #leases: LeasedLimits | null;
 
   constructor(processes = 1) {
-    this.#leases = cluster.isWorker && process.connected && processes > 1 ? new LeasedLimits(processes) : null;
+    this.#leases =
+      cluster.isWorker && process.connected && processes > 1 ? new LeasedLimits(processes) : null;
   }
 
-  /** Consumes one request of `clientId` against `perSecond`; throws ENS_ERR_RATE_LIMITED when over. */
+  /**
+   * Consumes one request of `clientId` against `perSecond`; throws ENS_ERR_RATE_LIMITED when over.
+   */
   async consume(clientId: string, perSecond: number): Promise<void> {
     if (this.#leases) {
       const waitMs = await this.#leases.take(clientId, perSecond);
@@ -48,7 +62,11 @@ export class ClientRateLimits {
     }
     let counter = this.#byLimit.get(perSecond);
     if (!counter) {
-      counter = new RateLimiterMemory({ points: perSecond, duration: 1, keyPrefix: `c${perSecond}` });
+      counter = new RateLimiterMemory({
+        points: perSecond,
+        duration: 1,
+        keyPrefix: `c${perSecond}`,
+      });
       this.#byLimit.set(perSecond, counter);
     }
     try {
@@ -69,7 +87,10 @@ export class ClientRateLimits {
 export class AddressRateLimits {
   readonly #requests: RateLimiterAbstract;
 
-  constructor(readonly perMinute: number, keyPrefix: string) {
+  constructor(
+    readonly perMinute: number,
+    keyPrefix: string,
+  ) {
     this.#requests = limiter({ points: perMinute, duration: 60, keyPrefix });
   }
 
@@ -78,7 +99,11 @@ export class AddressRateLimits {
     try {
       await this.#requests.consume(address);
     } catch (e) {
-      if (e instanceof RateLimiterRes) throw Errors.rateLimited(`Too many requests from this address; at most ${this.perMinute} per minute.`, e.msBeforeNext / 1000);
+      if (e instanceof RateLimiterRes)
+        throw Errors.rateLimited(
+          `Too many requests from this address; at most ${this.perMinute} per minute.`,
+          e.msBeforeNext / 1000,
+        );
       throw e;
     }
   }
@@ -106,16 +131,30 @@ export class TokenRateLimits {
     this.failuresPerPair = Math.max(5, Math.floor(perMinute / 6));
     this.failuresPerAddress = Math.max(10, Math.floor(perMinute / 2));
     this.#requests = limiter({ points: perMinute, duration: 60, keyPrefix: 'token-req' });
-    this.#pairFailures = limiter({ points: this.failuresPerPair, duration: 60, keyPrefix: 'token-fail-pair' });
-    this.#addressFailures = limiter({ points: this.failuresPerAddress, duration: 60, keyPrefix: 'token-fail-addr' });
+    this.#pairFailures = limiter({
+      points: this.failuresPerPair,
+      duration: 60,
+      keyPrefix: 'token-fail-pair',
+    });
+    this.#addressFailures = limiter({
+      points: this.failuresPerAddress,
+      duration: 60,
+      keyPrefix: 'token-fail-addr',
+    });
   }
 
-  /** Counts a request; throws ENS_ERR_RATE_LIMITED when the address is over a budget. Call before checking the secret. */
+  /**
+   * Counts a request; throws ENS_ERR_RATE_LIMITED when the address is over a budget. Call before
+   * checking the secret.
+   */
   async admit(address: string, clientId: string | undefined): Promise<void> {
     try {
       await this.#requests.consume(address);
     } catch (e) {
-      throw this.#limited(e, `Too many token requests from this address; at most ${this.perMinute} per minute.`);
+      throw this.#limited(
+        e,
+        `Too many token requests from this address; at most ${this.perMinute} per minute.`,
+      );
     }
     const spent = await Promise.all([
       clientId === undefined ? null : this.#pairFailures.get(`${clientId} ${address}`),
@@ -123,11 +162,17 @@ export class TokenRateLimits {
     ]);
     const blocked = spent.find((r) => r !== null && r.remainingPoints <= 0);
     if (blocked) {
-      throw Errors.rateLimited('Too many failed token requests from this address; wait before trying again.', blocked.msBeforeNext / 1000);
+      throw Errors.rateLimited(
+        'Too many failed token requests from this address; wait before trying again.',
+        blocked.msBeforeNext / 1000,
+      );
     }
   }
 
-  /** Counts a failed attempt (wrong or unknown client, wrong secret) against the pair and the address. */
+  /**
+   * Counts a failed attempt (wrong or unknown client, wrong secret) against the pair and the
+   * address.
+   */
   async failed(address: string, clientId: string | undefined): Promise<void> {
     await Promise.all([
       clientId === undefined ? null : this.#pairFailures.penalty(`${clientId} ${address}`, 1),

@@ -16,7 +16,8 @@ export const openapiOptions: FastifyDynamicSwaggerOptions = {
       title: 'ENS — message delivery service',
       version: apiPackage.version,
       description:
-        'Send one composed message across sms, email, push and whatsapp; follow every delivery through signed callbacks and the pull endpoint. ' +
+        'Send one composed message across sms, email, push and whatsapp; follow every delivery ' +
+        'through signed callbacks and the pull endpoint. ' +
         'Every /v2/ operation needs a client-credentials token from POST /v1/oauth2/token/.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
@@ -27,12 +28,36 @@ export const openapiOptions: FastifyDynamicSwaggerOptions = {
       { name: 'deliveries', description: 'The delivery record, as a change feed' },
       { name: 'tenants', description: "The client's tenants and their provider settings" },
       { name: 'devices', description: 'The push device registry' },
-      { name: 'suppressions', description: "A tenant's suppression list: addresses no send reaches (bounces, complaints, opt-outs, entries by hand)" },
-      { name: 'unsubscribe', description: 'One-click unsubscribe (RFC 8058): the link in a bulk email\'s List-Unsubscribe header, used by mailbox providers and people without a token' },
+      {
+        name: 'suppressions',
+        description:
+          "A tenant's suppression list: addresses no send reaches (bounces, complaints, " +
+          'opt-outs, entries by hand)',
+      },
+      {
+        name: 'unsubscribe',
+        description:
+          "One-click unsubscribe (RFC 8058): the link in a bulk email's List-Unsubscribe " +
+          'header, used by mailbox providers and people without a token',
+      },
       { name: 'operations', description: 'Liveness, readiness and Prometheus metrics; no token' },
-      { name: 'provider webhooks', description: 'Status reports from providers, authenticated by each provider\'s own signature; listed for each configured provider plugin that has them' },
+      {
+        name: 'provider webhooks',
+        description:
+          "Status reports from providers, authenticated by each provider's own signature; " +
+          'listed for each configured provider plugin that has them',
+      },
     ],
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Client-credentials token from POST /v1/oauth2/token/' } } },
+    components: {
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'Client-credentials token from POST /v1/oauth2/token/',
+        },
+      },
+    },
     security: [{ bearer: [] }],
   },
 };

@@ -1,9 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 
-/** The security headers of /docs and /ops/, with a CSP that allows nothing but this page's own HTML. */
+/**
+ * The security headers of /docs and /ops/, with a CSP that allows nothing but this page's own HTML.
+ */
 const HEADERS = {
   'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  'content-security-policy':
+    "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
@@ -25,7 +28,11 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-/** GET /: a newcomer who opens the base URL in a browser finds the way to the docs and the console. */
+/**
+ * GET /: a newcomer who opens the base URL in a browser finds the way to the docs and the console.
+ */
 export function homeRoute(app: FastifyInstance): void {
-  app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.headers(HEADERS).send(PAGE));
+  app.get('/', { schema: { hide: true } }, async (_req, reply) =>
+    reply.headers(HEADERS).send(PAGE),
+  );
 }

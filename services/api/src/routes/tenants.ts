@@ -2,7 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { errorResponses, noContent, success, V2_ERRORS } from '../openapi/responses.ts';
 import {
-  Errors, Tenant, TenantCreate, TenantId, TenantPatch, type Runtime, type TenantCreate as TenantCreateT, type TenantPatch as TenantPatchT,
+  Errors,
+  Tenant,
+  TenantCreate,
+  TenantId,
+  TenantPatch,
+  type Runtime,
+  type TenantCreate as TenantCreateT,
+  type TenantPatch as TenantPatchT,
 } from '@ens/core';
 
 const Params = Type.Object({ tenant: TenantId });
@@ -13,7 +20,10 @@ const ListQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-const TenantList = Type.Object({ results: Type.Array(Tenant), next_after: Type.Union([Type.String(), Type.Null()]) });
+const TenantList = Type.Object({
+  results: Type.Array(Tenant),
+  next_after: Type.Union([Type.String(), Type.Null()]),
+});
 
 const TENANT_WORDING = { 404: 'No such tenant for this client (ENS_ERR_TENANT_NOT_FOUND)' };
 
@@ -24,7 +34,10 @@ function checkSettingsSize(settings: unknown): void {
   if (settings === undefined) return;
   const bytes = Buffer.byteLength(JSON.stringify(settings));
   if (bytes > MAX_SETTINGS_BYTES) {
-    throw Errors.validation(`Invalid body: /settings is ${bytes} bytes as JSON; at most ${MAX_SETTINGS_BYTES}`, [{ path: '/settings', message: `is ${bytes} bytes as JSON; at most ${MAX_SETTINGS_BYTES}` }]);
+    throw Errors.validation(
+      `Invalid body: /settings is ${bytes} bytes as JSON; at most ${MAX_SETTINGS_BYTES}`,
+      [{ path: '/settings', message: `is ${bytes} bytes as JSON; at most ${MAX_SETTINGS_BYTES}` }],
+    );
   }
 }
 
@@ -36,7 +49,9 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
       schema: {
         operationId: 'createTenant',
         summary: 'Provision a tenant',
-        description: '201 with the tenant when created; 200 with the existing tenant when it was already provisioned.',
+        description:
+          '201 with the tenant when created; 200 with the existing tenant when it was already ' +
+          'provisioned.',
         tags: ['tenants'],
         body: TenantCreate,
         response: {
@@ -61,13 +76,19 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
         description: 'Ordered by id; pass next_after as after for the next page.',
         tags: ['tenants'],
         querystring: ListQuery,
-        response: { 200: success(TenantList, "A page of the client's tenants"), ...errorResponses([400, ...V2_ERRORS], { 400: 'limit or after is invalid' }) },
+        response: {
+          200: success(TenantList, "A page of the client's tenants"),
+          ...errorResponses([400, ...V2_ERRORS], { 400: 'limit or after is invalid' }),
+        },
       },
     },
     async (req) => {
       const limit = req.query.limit ?? 100;
       const results = await rt.tenants.list(req.client.id, { after: req.query.after, limit });
-      return { results, next_after: results.length === limit ? results[results.length - 1]!.tenant : null };
+      return {
+        results,
+        next_after: results.length === limit ? results[results.length - 1]!.tenant : null,
+      };
     },
   );
   app.get<{ Params: { tenant: string } }>(
@@ -78,7 +99,10 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
         summary: 'Get a tenant',
         tags: ['tenants'],
         params: Params,
-        response: { 200: success(Tenant, 'The tenant'), ...errorResponses([400, ...V2_ERRORS, 404], TENANT_WORDING) },
+        response: {
+          200: success(Tenant, 'The tenant'),
+          ...errorResponses([400, ...V2_ERRORS, 404], TENANT_WORDING),
+        },
       },
     },
     async (req) => {
@@ -97,7 +121,10 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
         tags: ['tenants'],
         params: Params,
         body: TenantPatch,
-        response: { 200: success(Tenant, 'The tenant as updated'), ...errorResponses([400, ...V2_ERRORS, 404, 413, 415], TENANT_WORDING) },
+        response: {
+          200: success(Tenant, 'The tenant as updated'),
+          ...errorResponses([400, ...V2_ERRORS, 404, 413, 415], TENANT_WORDING),
+        },
       },
     },
     async (req) => {
@@ -113,12 +140,17 @@ export function tenantRoutes(app: FastifyInstance, rt: Runtime): void {
       schema: {
         operationId: 'deleteTenant',
         summary: 'Delete a tenant',
-        description: 'Only a tenant without messages can be deleted (409 otherwise): its deliveries stay in the record.',
+        description:
+          'Only a tenant without messages can be deleted (409 otherwise): its deliveries stay ' +
+          'in the record.',
         tags: ['tenants'],
         params: Params,
         response: {
           204: noContent('The tenant was deleted'),
-          ...errorResponses([400, ...V2_ERRORS, 404, 409], { ...TENANT_WORDING, 409: 'The tenant has messages (ENS_ERR_TENANT_IN_USE)' }),
+          ...errorResponses([400, ...V2_ERRORS, 404, 409], {
+            ...TENANT_WORDING,
+            409: 'The tenant has messages (ENS_ERR_TENANT_IN_USE)',
+          }),
         },
       },
     },

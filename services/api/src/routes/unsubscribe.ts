@@ -23,7 +23,9 @@ import { ANY_PATH_ERRORS, errorResponses } from '../openapi/responses.ts';
 /** A form post is a few dozen bytes; a multipart one a few hundred. */
 const BODY_LIMIT = 16 * 1024;
 
-const STYLE = 'body{font:1rem/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a;background:#fff}button{font:inherit;padding:.6rem 1.2rem;cursor:pointer}';
+const STYLE =
+  'body{font:1rem/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 ' +
+  '1rem;color:#1a1a1a;background:#fff}button{font:inherit;padding:.6rem 1.2rem;cursor:pointer}';
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
 
 /**
@@ -57,23 +59,39 @@ ${body}
 `;
 
 /** The form posts to the page's own URL (no action): right behind any proxy prefix. */
-const CONFIRM = page('Unsubscribe', `<h1>Unsubscribe</h1>
+const CONFIRM = page(
+  'Unsubscribe',
+  `<h1>Unsubscribe</h1>
 <p>Stop receiving this kind of email at this address?</p>
 <form method="post">
 <input type="hidden" name="List-Unsubscribe" value="One-Click">
 <button type="submit">Unsubscribe</button>
-</form>`);
+</form>`,
+);
 
-const DONE = page('You are unsubscribed', `<h1>You are unsubscribed</h1>
-<p>You will receive no more of this kind of email at this address.</p>`);
+const DONE = page(
+  'You are unsubscribed',
+  `<h1>You are unsubscribed</h1>
+<p>You will receive no more of this kind of email at this address.</p>`,
+);
 
-const NOT_FOUND = page('Link not valid', `<h1>This link does not work</h1>
-<p>The unsubscribe link is not valid, or it has expired. To stop these emails, use the link in a recent one, or contact the sender.</p>`);
+const NOT_FOUND = page(
+  'Link not valid',
+  `<h1>This link does not work</h1>
+<p>The unsubscribe link is not valid, or it has expired. To stop these emails, use the link in a recent one, or contact the sender.</p>`,
+);
 
 const HTML = { 'text/html': { schema: { type: 'string' } } };
 const answer = (description: string) => ({ description, content: HTML });
-const NOT_FOUND_ANSWER = answer('The link does not work: forged, malformed, expired (ENS_UNSUBSCRIBE_TTL) or its email was removed by retention. One answer for all of them.');
-const LIMITS = { 429: 'Too many requests from this address (ENS_UNSUBSCRIBE_RATE_LIMIT per minute; ENS_ERR_RATE_LIMITED)' };
+const NOT_FOUND_ANSWER = answer(
+  'The link does not work: forged, malformed, expired (ENS_UNSUBSCRIBE_TTL) or its email was ' +
+    'removed by retention. One answer for all of them.',
+);
+const LIMITS = {
+  429:
+    'Too many requests from this address (ENS_UNSUBSCRIBE_RATE_LIMIT per minute; ' +
+    'ENS_ERR_RATE_LIMITED)',
+};
 
 function send(reply: FastifyReply, status: number, html: string): FastifyReply {
   return reply.code(status).type('text/html; charset=utf-8').send(html);
@@ -86,7 +104,9 @@ export async function unsubscribeRoutes(app: FastifyInstance, rt: Runtime): Prom
   await app.register(async (u) => {
     // Whatever the type (form, multipart, none), the body is bounded and not read.
     u.removeAllContentTypeParsers();
-    u.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_req, _body, done) => done(null, undefined));
+    u.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_req, _body, done) =>
+      done(null, undefined),
+    );
     u.addHook('onRequest', async (req, reply) => {
       reply.headers(HEADERS);
       await limits.consume(req.ip);
@@ -98,10 +118,18 @@ export async function unsubscribeRoutes(app: FastifyInstance, rt: Runtime): Prom
         schema: {
           operationId: 'unsubscribePage',
           summary: 'One-click unsubscribe: the page',
-          description: 'A page with a button that posts the unsubscribe. Opening it unsubscribes nobody (link scanners follow links).',
+          description:
+            'A page with a button that posts the unsubscribe. Opening it unsubscribes nobody ' +
+            '(link scanners follow links).',
           tags: ['unsubscribe'],
           security: [],
-          params: { type: 'object', properties: { token: { type: 'string', description: 'The token of the List-Unsubscribe link' } }, required: ['token'] },
+          params: {
+            type: 'object',
+            properties: {
+              token: { type: 'string', description: 'The token of the List-Unsubscribe link' },
+            },
+            required: ['token'],
+          },
           response: {
             200: answer('The page, with its button'),
             404: NOT_FOUND_ANSWER,
@@ -124,21 +152,42 @@ export async function unsubscribeRoutes(app: FastifyInstance, rt: Runtime): Prom
           operationId: 'unsubscribe',
           summary: 'One-click unsubscribe (RFC 8058)',
           description:
-            'Unsubscribes the email\'s recipient from its event type at once (an opt_out entry of that scope, source `unsubscribe`) and answers 200; a repeat answers 200 again. ' +
-            'The body is what mailbox providers send (`List-Unsubscribe=One-Click`, form-encoded or multipart) or nothing; it is not read.',
+            "Unsubscribes the email's recipient from its event type at once (an opt_out entry " +
+            'of that scope, source `unsubscribe`) and answers 200; a repeat answers 200 again. ' +
+            ('The body is what mailbox providers send (`List-Unsubscribe=One-Click`, ' +
+              'form-encoded or multipart) or nothing; it is not read.'),
           tags: ['unsubscribe'],
           security: [],
-          params: { type: 'object', properties: { token: { type: 'string', description: 'The token of the List-Unsubscribe link' } }, required: ['token'] },
+          params: {
+            type: 'object',
+            properties: {
+              token: { type: 'string', description: 'The token of the List-Unsubscribe link' },
+            },
+            required: ['token'],
+          },
           body: {
             content: {
-              'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { 'List-Unsubscribe': { type: 'string', const: 'One-Click' } } } },
-              'multipart/form-data': { schema: { type: 'object', properties: { 'List-Unsubscribe': { type: 'string', const: 'One-Click' } } } },
+              'application/x-www-form-urlencoded': {
+                schema: {
+                  type: 'object',
+                  properties: { 'List-Unsubscribe': { type: 'string', const: 'One-Click' } },
+                },
+              },
+              'multipart/form-data': {
+                schema: {
+                  type: 'object',
+                  properties: { 'List-Unsubscribe': { type: 'string', const: 'One-Click' } },
+                },
+              },
             },
           },
           response: {
             200: answer('Unsubscribed'),
             404: NOT_FOUND_ANSWER,
-            ...errorResponses([413, 429, 503, ...ANY_PATH_ERRORS], { ...LIMITS, 413: `The body is over ${BODY_LIMIT} bytes (ENS_ERR_PAYLOAD_TOO_LARGE)` }),
+            ...errorResponses([413, 429, 503, ...ANY_PATH_ERRORS], {
+              ...LIMITS,
+              413: `The body is over ${BODY_LIMIT} bytes (ENS_ERR_PAYLOAD_TOO_LARGE)`,
+            }),
           },
         },
         validatorCompiler: () => (value) => ({ value }),
@@ -147,9 +196,16 @@ export async function unsubscribeRoutes(app: FastifyInstance, rt: Runtime): Prom
         const id = await liveUnsubscribeDelivery(rt.db, rt.consentKey, req.params.token, ttlMs);
         if (id === null) return send(reply, 404, NOT_FOUND);
         // core's door for reports: it wakes the feed itself when the report changed the delivery.
-        const r = await rt.suppressions.reportForDelivery({ deliveryId: id }, {
-          kind: 'opt_out', source: 'unsubscribe', scopeToEventType: true, detail: 'one-click unsubscribe (RFC 8058)', at: new Date(),
-        });
+        const r = await rt.suppressions.reportForDelivery(
+          { deliveryId: id },
+          {
+            kind: 'opt_out',
+            source: 'unsubscribe',
+            scopeToEventType: true,
+            detail: 'one-click unsubscribe (RFC 8058)',
+            at: new Date(),
+          },
+        );
         // Removed by retention between the two statements: the same answer as any dead link.
         if (r === null) return send(reply, 404, NOT_FOUND);
         suppressionReports.inc({ source: 'unsubscribe', kind: 'opt_out' });

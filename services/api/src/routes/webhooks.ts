@@ -16,27 +16,39 @@ export interface WebhookProvider {
  * limit. The bodies are the provider's formats (text, XML, JSON), any of them.
  */
 const WEBHOOK_ANSWERS = {
-  200: { description: "Accepted: the provider's expected acknowledgement", content: { '*/*': { schema: {} } } },
-  '4XX': { description: 'Refused by the plugin: a missing or wrong signature, or a malformed report', content: { '*/*': { schema: {} } } },
+  200: {
+    description: "Accepted: the provider's expected acknowledgement",
+    content: { '*/*': { schema: {} } },
+  },
+  '4XX': {
+    description: 'Refused by the plugin: a missing or wrong signature, or a malformed report',
+    content: { '*/*': { schema: {} } },
+  },
 };
 /** A GET's body is never read, so only a POST meets the body limit. */
 const webhookResponses = (method: string) =>
   method === 'POST'
     ? {
-      ...WEBHOOK_ANSWERS,
-      413: { description: `The body is over ${WEBHOOK_BODY_LIMIT} bytes (ENS_ERR_PAYLOAD_TOO_LARGE)`, content: { 'application/json': { schema: ErrorBody } } },
-    }
+        ...WEBHOOK_ANSWERS,
+        413: {
+          description: `The body is over ${WEBHOOK_BODY_LIMIT} bytes (ENS_ERR_PAYLOAD_TOO_LARGE)`,
+          content: { 'application/json': { schema: ErrorBody } },
+        },
+      }
     : WEBHOOK_ANSWERS;
 
 /** e.g. whatsappWebhookPost, from the plugin name, the path and the method. */
 function webhookOperationId(plugin: string, method: string, path: string): string {
   const words = `${plugin} ${path} ${method}`.split(/[^A-Za-z0-9]+/).filter(Boolean);
-  return words.map((w, i) => (i === 0 ? w.toLowerCase() : w[0]!.toUpperCase() + w.slice(1).toLowerCase())).join('');
+  return words
+    .map((w, i) => (i === 0 ? w.toLowerCase() : w[0]!.toUpperCase() + w.slice(1).toLowerCase()))
+    .join('');
 }
 
 function firstValues(q: unknown): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries((q ?? {}) as Record<string, unknown>)) out[k] = Array.isArray(v) ? String(v[0]) : String(v);
+  for (const [k, v] of Object.entries((q ?? {}) as Record<string, unknown>))
+    out[k] = Array.isArray(v) ? String(v[0]) : String(v);
   return out;
 }
 
@@ -49,7 +61,11 @@ export function webhookRoutes(providers: readonly WebhookProvider[]) {
   return async (app: FastifyInstance): Promise<void> => {
     await app.register(async (wh) => {
       wh.removeAllContentTypeParsers();
-      wh.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
+      wh.addContentTypeParser(
+        '*',
+        { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT },
+        (_req, body, done) => done(null, body),
+      );
       for (const { name, provider } of providers) {
         for (const route of provider.routes ?? []) {
           wh.route({
@@ -60,7 +76,9 @@ export function webhookRoutes(providers: readonly WebhookProvider[]) {
             schema: {
               operationId: webhookOperationId(name, route.method, route.path),
               summary: `${name} provider webhook`,
-              description: "Authenticated by the provider's own signature, which the plugin checks; what it answers is the plugin's.",
+              description:
+                "Authenticated by the provider's own signature, which the plugin checks; what " +
+                "it answers is the plugin's.",
               tags: ['provider webhooks'],
               security: [],
               response: webhookResponses(route.method),

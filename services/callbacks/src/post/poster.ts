@@ -45,7 +45,13 @@ const USER_AGENT = 'ENS-Callbacks/1';
 const MAX_DRAIN_BYTES = 4096;
 // setTimeout fires immediately beyond this.
 const MAX_TIMER_MS = 2 ** 31 - 1;
-const IGNORED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+const IGNORED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+]);
 
 /**
  * The deadline of one attempt, handed to undici as the request's `signal`, which it also accepts as
@@ -55,7 +61,10 @@ const IGNORED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 
  * its one thread on.
  */
 class Deadline extends EventEmitter {
-  /** Read by undici too, as it reads an AbortSignal's: a request given a passed deadline fails at once. */
+  /**
+   * Read by undici too, as it reads an AbortSignal's: a request given a passed deadline fails at
+   * once.
+   */
   aborted = false;
   readonly #timer: NodeJS.Timeout;
 
@@ -108,18 +117,26 @@ export async function postCallback(opts: PostCallbackOptions): Promise<PostOutco
       return { outcome: 'failed', error: `invalid timeoutMs ${String(timeoutMs)}` };
     }
     deadline = new Deadline(Math.min(timeoutMs, MAX_TIMER_MS));
-    const timedOut = (): PostOutcome => ({ outcome: 'failed', error: `timeout after ${timeoutMs} ms` });
+    const timedOut = (): PostOutcome => ({
+      outcome: 'failed',
+      error: `timeout after ${timeoutMs} ms`,
+    });
 
     const checked = checkOutboundUrl(opts.url, { allowPrivate: opts.allowPrivate });
     if (!checked.ok) return { outcome: 'failed', error: `callback_url ${checked.detail}` };
     const url = checked.url;
 
     // The resolver cannot be cancelled, so the deadline races it instead.
-    const resolved = await deadline.race(resolvePublicAddress(url.hostname, { allowPrivate: opts.allowPrivate, lookup: opts.lookup }));
+    const resolved = await deadline.race(
+      resolvePublicAddress(url.hostname, { allowPrivate: opts.allowPrivate, lookup: opts.lookup }),
+    );
     if (resolved === null) return timedOut();
     if (!resolved.ok) return { outcome: 'failed', error: resolved.detail };
 
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+    };
     for (const [name, value] of Object.entries(opts.headers ?? {})) {
       const key = name.toLowerCase();
       if (!IGNORED_HEADERS.has(key)) headers[key] = value;
@@ -136,7 +153,8 @@ export async function postCallback(opts: PostCallbackOptions): Promise<PostOutco
 
     let response: Dispatcher.ResponseData;
     try {
-      const dispatcher = opts.dispatcher ?? pinnedDispatcher(url, resolved.address, resolved.family);
+      const dispatcher =
+        opts.dispatcher ?? pinnedDispatcher(url, resolved.address, resolved.family);
       response = await dispatcher.request(request);
     } catch (err) {
       return deadline.aborted ? timedOut() : { outcome: 'failed', error: describeError(err) };

@@ -53,7 +53,8 @@ export function readDeliveryStatus(text: string): DeliveryStatus | null {
   const recipients: RecipientStatus[] = [];
   for (const b of perMessage ? rest : blocks) {
     const action = withoutComments(first(b, 'action') ?? '').toLowerCase();
-    // RFC 3464 2.3.4: the code, then optional text (`5.0.0 (permanent failure)`, `4.0.0 host lookup failure`).
+    // RFC 3464 2.3.4: the code, then optional text (`5.0.0 (permanent failure)`, `4.0.0 host lookup
+    // failure`).
     const status = withoutComments(first(b, 'status') ?? '').split(/\s/)[0] ?? '';
     if (!ACTIONS.has(action) || !STATUS.test(status)) continue;
     const final = first(b, 'final-recipient');
@@ -89,5 +90,9 @@ export function bounceOf(report: DeliveryStatus): Bounce | null {
   const said = r.diagnosticCode ? `: ${r.diagnosticCode}` : '';
   const who = report.reportingMta ? ` (Reporting-MTA ${report.reportingMta})` : '';
   const to = r.finalRecipient ? ` for ${r.finalRecipient}` : '';
-  return { kind: hard ? 'hard_bounce' : 'soft_bounce', recipient: r, detail: `${r.action} ${r.status}${to}${said}${who}` };
+  return {
+    kind: hard ? 'hard_bounce' : 'soft_bounce',
+    recipient: r,
+    detail: `${r.action} ${r.status}${to}${said}${who}`,
+  };
 }

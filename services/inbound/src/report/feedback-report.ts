@@ -1,4 +1,10 @@
-import { addressOf, first, readFieldBlocks, withoutComments, type FieldBlock } from './field-blocks.ts';
+import {
+  addressOf,
+  first,
+  readFieldBlocks,
+  withoutComments,
+  type FieldBlock,
+} from './field-blocks.ts';
 
 /**
  * A complaint feedback report's machine-readable part (ARF, RFC 5965 section 3.1), and the
@@ -6,10 +12,16 @@ import { addressOf, first, readFieldBlocks, withoutComments, type FieldBlock } f
  */
 
 export interface FeedbackReport {
-  /** RFC 5965 3.1 (required), lower case: abuse, fraud, virus, other, not-spam (RFC 6650), auth-failure (RFC 6591). */
+  /**
+   * RFC 5965 3.1 (required), lower case: abuse, fraud, virus, other, not-spam (RFC 6650),
+   * auth-failure (RFC 6591).
+   */
   feedbackType: string;
   userAgent: string | null;
-  /** RFC 5965 3.2: the envelope sender of the message complained about, which for ENS mail is its signed return path. */
+  /**
+   * RFC 5965 3.2: the envelope sender of the message complained about, which for ENS mail is its
+   * signed return path.
+   */
   originalMailFrom: string | null;
   sourceIp: string | null;
   /** The evidence kept with the suppression entry. */
@@ -36,9 +48,21 @@ export function readFeedbackReport(text: string): FeedbackReport | null {
   const userAgent = first(block, 'user-agent');
   const mailFrom = first(block, 'original-mail-from');
   const sourceIp = first(block, 'source-ip');
-  const detail = [`Feedback-Type: ${type}`, userAgent && `User-Agent: ${userAgent}`, sourceIp && `Source-IP: ${sourceIp}`,
-    first(block, 'arrival-date') && `Arrival-Date: ${first(block, 'arrival-date')}`].filter(Boolean).join('; ');
-  return { feedbackType: type, userAgent, originalMailFrom: mailFrom === null ? null : addressOf(mailFrom), sourceIp, detail };
+  const detail = [
+    `Feedback-Type: ${type}`,
+    userAgent && `User-Agent: ${userAgent}`,
+    sourceIp && `Source-IP: ${sourceIp}`,
+    first(block, 'arrival-date') && `Arrival-Date: ${first(block, 'arrival-date')}`,
+  ]
+    .filter(Boolean)
+    .join('; ');
+  return {
+    feedbackType: type,
+    userAgent,
+    originalMailFrom: mailFrom === null ? null : addressOf(mailFrom),
+    sourceIp,
+    detail,
+  };
 }
 
 /**
@@ -50,5 +74,7 @@ export function returnPathsOf(original: string): string[] {
   const end = original.search(/\r?\n\r?\n/);
   const head = (end < 0 ? original : original.slice(0, end)).slice(0, 256 * 1024);
   const blocks = readFieldBlocks(head);
-  return (blocks?.[0]?.get('return-path') ?? []).map(addressOf).filter((a): a is string => a !== null);
+  return (blocks?.[0]?.get('return-path') ?? [])
+    .map(addressOf)
+    .filter((a): a is string => a !== null);
 }

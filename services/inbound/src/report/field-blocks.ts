@@ -22,6 +22,7 @@ const MAX_VALUE = 2_000;
  * Control characters (NUL among them, which PostgreSQL's text refuses) become spaces: a value is
  * kept as evidence, and no report may make recording it fail.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the characters blanked, as said above
 const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g;
 /** RFC 5322 field name: printable US-ASCII except the colon. */
 const FIELD = /^([\x21-\x39\x3b-\x7e]+)[ \t]*:(.*)$/;

@@ -9,18 +9,27 @@ import { simpleParser, type Attachment, type StructuredHeader } from 'mailparser
  */
 export type ReportMessage =
   | { type: 'delivery-status'; status: string }
-  /** `original`: the quoted message's header block and body (or its headers alone), when the report has one. */
+  /**
+   * `original`: the quoted message's header block and body (or its headers alone), when the report
+   * has one.
+   */
   | { type: 'feedback-report'; report: string; original: string | null }
   | { type: 'other'; why: string };
 
 const DELIVERY_STATUS = new Set(['message/delivery-status', 'message/global-delivery-status']);
-const ORIGINAL = new Set(['message/rfc822', 'text/rfc822-headers', 'message/global', 'message/global-headers']);
+const ORIGINAL = new Set([
+  'message/rfc822',
+  'text/rfc822-headers',
+  'message/global',
+  'message/global-headers',
+]);
 
 const partText = (a: Attachment): string => a.content.toString('utf8');
 
 export async function readReport(raw: Buffer): Promise<ReportMessage> {
   const options = {
-    // Keep message/delivery-status as a part of its own (mailparser otherwise joins it to the text).
+    // Keep message/delivery-status as a part of its own (mailparser otherwise joins it to the
+    // text).
     keepDeliveryStatus: true,
     // A quoted message/rfc822 stays one part, even marked inline (as RFC 5965's example is): its
     // header block is where a complaint's Return-Path is read. Passed on to mailparser's splitter
@@ -36,16 +45,26 @@ export async function readReport(raw: Buffer): Promise<ReportMessage> {
   const ct = mail.headers.get('content-type') as StructuredHeader | undefined;
   const type = ct?.value?.toLowerCase();
   const reportType = ct?.params?.['report-type']?.toLowerCase();
-  if (type !== 'multipart/report') return { type: 'other', why: `not a report (Content-Type ${type ?? 'none'})` };
+  if (type !== 'multipart/report')
+    return { type: 'other', why: `not a report (Content-Type ${type ?? 'none'})` };
   if (reportType === 'delivery-status' || reportType === 'global-delivery-status') {
     const part = mail.attachments.find((a) => DELIVERY_STATUS.has(a.contentType.toLowerCase()));
-    return part ? { type: 'delivery-status', status: partText(part) } : { type: 'other', why: 'a delivery-status report without a message/delivery-status part' };
+    return part
+      ? { type: 'delivery-status', status: partText(part) }
+      : { type: 'other', why: 'a delivery-status report without a message/delivery-status part' };
   }
   if (reportType === 'feedback-report') {
-    const part = mail.attachments.find((a) => a.contentType.toLowerCase() === 'message/feedback-report');
-    if (!part) return { type: 'other', why: 'a feedback report without a message/feedback-report part' };
+    const part = mail.attachments.find(
+      (a) => a.contentType.toLowerCase() === 'message/feedback-report',
+    );
+    if (!part)
+      return { type: 'other', why: 'a feedback report without a message/feedback-report part' };
     const original = mail.attachments.find((a) => ORIGINAL.has(a.contentType.toLowerCase()));
-    return { type: 'feedback-report', report: partText(part), original: original ? partText(original) : null };
+    return {
+      type: 'feedback-report',
+      report: partText(part),
+      original: original ? partText(original) : null,
+    };
   }
   return { type: 'other', why: `a report of type ${reportType ?? 'none'}` };
 }

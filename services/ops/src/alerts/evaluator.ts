@@ -1,25 +1,9 @@
-import { type Runtime } from '@ens/core';
-import { inTransaction, JOB_EVERY_MS, startJobs } from '@ens/core/internal';
+import type { Runtime } from '@ens/core';
+import { inTransaction, JOB_EVERY_MS, measureAlertRules, startJobs } from '@ens/core/internal';
 import { postAlertWebhook, sendAlertEmail, type AlertNotice } from './notify.ts';
 
 /** A destination that keeps failing is tried this many times per firing, one try per evaluation. */
 const MAX_NOTIFY_ATTEMPTS = 5;
-
-/*
- * Each rule's numbers over its window: deliveries of its event type (or tenant) created in the
- * last window_minutes that ended (sent or failed), and the failed ones. The id range (UUIDv7) keeps
- * it to the end of the primary key.
- */
-const MEASURE_SQL = `
-SELECT r.id::text, r.min_volume, r.threshold_percent::float8 AS threshold, x.total, x.failed,
-       (SELECT f.id::text FROM alert_firings f WHERE f.rule_id = r.id AND f.resolved_at IS NULL) AS open_firing
-  FROM alert_rules r
-  CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE d.status IN ('sent', 'failed'))::int AS total, count(*) FILTER (WHERE d.status = 'failed')::int AS failed
-      FROM deliveries d
-     WHERE d.id >= ens_uuid7_floor(now() - r.window_minutes * interval '1 minute')
-       AND d.created_at >= now() - r.window_minutes * interval '1 minute'
-       AND CASE WHEN r.scope = 'event_type' THEN d.event_type = r.value ELSE d.tenant = r.value END) x`;
 
 export interface EvaluationResult {
   evaluated: number;
@@ -28,8 +12,16 @@ export interface EvaluationResult {
   notified: string[];
 }
 
-/** True when the rule's condition holds: enough volume, and the failed share at or over the threshold. */
-export function isFiring(m: { total: number; failed: number; min_volume: number; threshold: number }): boolean {
+/**
+ * True when the rule's condition holds: enough volume, and the failed share at or over the
+ * threshold.
+ */
+export function isFiring(m: {
+  total: number;
+  failed: number;
+  min_volume: number;
+  threshold: number;
+}): boolean {
   return m.total >= m.min_volume && m.total > 0 && (m.failed * 100) / m.total >= m.threshold;
 }
 
@@ -44,13 +36,16 @@ export async function evaluateAlerts(rt: Runtime): Promise<EvaluationResult> {
   await inTransaction(rt.db, async (c) => {
     const lock = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(7466004) AS ok');
     if (!lock.rows[0]!.ok) return;
-    const { rows } = await c.query(MEASURE_SQL);
+    const rows = await measureAlertRules(c);
     for (const r of rows) {
       result.evaluated++;
       const rate = r.total > 0 ? Math.round((r.failed * 10000) / r.total) / 100 : 0;
       if (isFiring(r)) {
         if (r.open_firing) {
-          await c.query('UPDATE alert_firings SET total = $2, failed = $3, rate_percent = $4 WHERE id = $1', [r.open_firing, r.total, r.failed, rate]);
+          await c.query(
+            'UPDATE alert_firings SET total = $2, failed = $3, rate_percent = $4 WHERE id = $1',
+            [r.open_firing, r.total, r.failed, rate],
+          );
         } else {
           const ins = await c.query<{ id: string }>(
             `INSERT INTO alert_firings (rule_id, total, failed, rate_percent) VALUES ($1, $2, $3, $4)
@@ -60,7 +55,11 @@ export async function evaluateAlerts(rt: Runtime): Promise<EvaluationResult> {
           if (ins.rows[0]) result.fired.push(ins.rows[0].id);
         }
       } else if (r.open_firing) {
-        await c.query('UPDATE alert_firings SET resolved_at = now(), total = $2, failed = $3, rate_percent = $4 WHERE id = $1', [r.open_firing, r.total, r.failed, rate]);
+        await c.query(
+          'UPDATE alert_firings SET resolved_at = now(), total = $2, failed = $3, rate_percent ' +
+            '= $4 WHERE id = $1',
+          [r.open_firing, r.total, r.failed, rate],
+        );
         result.resolved.push(r.open_firing);
       }
     }
@@ -71,7 +70,8 @@ export async function evaluateAlerts(rt: Runtime): Promise<EvaluationResult> {
 
 /**
  * Notifies each open firing not yet notified; a claim per try keeps two evaluators from both
- * sending. A muted rule's firings wait: if one is still open when the mute ends, it is notified then.
+ * sending. A muted rule's firings wait: if one is still open when the mute ends, it is notified
+ * then.
  */
 async function notifyPending(rt: Runtime): Promise<string[]> {
   const { rows } = await rt.db.query(
@@ -86,11 +86,23 @@ async function notifyPending(rt: Runtime): Promise<string[]> {
   );
   const done: string[] = [];
   for (const f of rows) {
-    const claim = await rt.db.query('UPDATE alert_firings SET notify_attempts = notify_attempts + 1 WHERE id = $1 AND notified_at IS NULL AND notify_attempts = $2', [f.firing_id, f.notify_attempts]);
+    const claim = await rt.db.query(
+      'UPDATE alert_firings SET notify_attempts = notify_attempts + 1 WHERE id = $1 AND ' +
+        'notified_at IS NULL AND notify_attempts = $2',
+      [f.firing_id, f.notify_attempts],
+    );
     if (!claim.rowCount) continue;
     const notice: AlertNotice = {
       firingId: f.firing_id,
-      rule: { id: f.rule_id, name: f.name, scope: f.scope, value: f.value, window_minutes: f.window_minutes, min_volume: f.min_volume, threshold_percent: f.threshold_percent },
+      rule: {
+        id: f.rule_id,
+        name: f.name,
+        scope: f.scope,
+        value: f.value,
+        window_minutes: f.window_minutes,
+        min_volume: f.min_volume,
+        threshold_percent: f.threshold_percent,
+      },
       startedAt: f.started_at,
       total: f.total,
       failed: f.failed,
@@ -100,11 +112,17 @@ async function notifyPending(rt: Runtime): Promise<string[]> {
     try {
       if (f.destination_kind === 'email') await sendAlertEmail(rt, notice, f.destination);
       else await postAlertWebhook(f.destination, notice, rt.config.allowPrivateCallbacks);
-      await rt.db.query('UPDATE alert_firings SET notified_at = now(), notify_error = NULL WHERE id = $1', [f.firing_id]);
+      await rt.db.query(
+        'UPDATE alert_firings SET notified_at = now(), notify_error = NULL WHERE id = $1',
+        [f.firing_id],
+      );
       done.push(f.firing_id);
     } catch (err) {
       rt.logger.warn({ err, firing: f.firing_id, rule: f.rule_id }, 'alert notification failed');
-      await rt.db.query('UPDATE alert_firings SET notify_error = $2 WHERE id = $1', [f.firing_id, String((err as Error).message ?? err).slice(0, 500)]);
+      await rt.db.query('UPDATE alert_firings SET notify_error = $2 WHERE id = $1', [
+        f.firing_id,
+        String((err as Error).message ?? err).slice(0, 500),
+      ]);
     }
   }
   return done;
@@ -112,18 +130,26 @@ async function notifyPending(rt: Runtime): Promise<string[]> {
 
 /**
  * Evaluates the alert rules every 30 s until stopped: the alert-evaluation job (declared with its
- * interval in core's jobs/catalogue.ts), run by the jobs scheduler. A round slower than the interval
- * is not overlapped by the next one.
+ * interval in core's jobs/catalogue.ts), run by the jobs scheduler. A round slower than the
+ * interval is not overlapped by the next one.
  */
-export function startAlertEvaluator(rt: Runtime, opts: { intervalMs?: number } = {}): { stop(): Promise<void>; runOnce(): Promise<EvaluationResult> } {
-  const jobs = startJobs([{
-    name: 'alert-evaluation',
-    everyMs: opts.intervalMs ?? JOB_EVERY_MS['alert-evaluation'],
-    failureMessage: 'alert evaluation failed',
-    firstPass: 'after-interval',
-    oneAtATime: true,
-    run: async () => void (await evaluateAlerts(rt)),
-  }], rt.logger);
+export function startAlertEvaluator(
+  rt: Runtime,
+  opts: { intervalMs?: number } = {},
+): { stop(): Promise<void>; runOnce(): Promise<EvaluationResult> } {
+  const jobs = startJobs(
+    [
+      {
+        name: 'alert-evaluation',
+        everyMs: opts.intervalMs ?? JOB_EVERY_MS['alert-evaluation'],
+        failureMessage: 'alert evaluation failed',
+        firstPass: 'after-interval',
+        oneAtATime: true,
+        run: async () => void (await evaluateAlerts(rt)),
+      },
+    ],
+    rt.logger,
+  );
   return {
     stop: () => jobs.stop(),
     runOnce: () => evaluateAlerts(rt),

@@ -1,5 +1,14 @@
 import { createHash } from 'node:crypto';
-import { accept, guardedFetch, isHttpError, newId, planDeliveries, type Handoff, type Runtime } from '@ens/core';
+import {
+  accept,
+  guardedFetch,
+  isHttpError,
+  newId,
+  planDeliveries,
+  type Handoff,
+  type Runtime,
+} from '@ens/core';
+import { withClient } from '@ens/core/internal';
 
 /** The internal client and tenant that alert emails are sent as, made on first use. */
 export const ALERTS_CLIENT_NAME = 'ens-ops-alerts';
@@ -8,7 +17,15 @@ export const ALERTS_EVENT_TYPE = 'ens.ops.alert';
 
 export interface AlertNotice {
   firingId: string;
-  rule: { id: string; name: string; scope: string; value: string; window_minutes: number; min_volume: number; threshold_percent: number };
+  rule: {
+    id: string;
+    name: string;
+    scope: string;
+    value: string;
+    window_minutes: number;
+    min_volume: number;
+    threshold_percent: number;
+  };
   startedAt: string;
   total: number;
   failed: number;
@@ -45,23 +62,29 @@ export function alertEmail(n: AlertNotice, to: string): Handoff {
     tenant: ALERTS_TENANT,
     event_type: ALERTS_EVENT_TYPE,
     reference,
-    messages: [{ channel: 'email', recipients: [to], content: { kind: 'rendered', subject, body } }],
+    messages: [
+      { channel: 'email', recipients: [to], content: { kind: 'rendered', subject, body } },
+    ],
   };
 }
 
 /** Finds the alerts client, or makes it; an advisory lock keeps two processes from making two. */
-async function alertsClient(rt: Runtime): Promise<string> {
-  const c = await rt.db.connect();
-  try {
-    await c.query('SELECT pg_advisory_lock(7466005)');
-    const found = await c.query<{ id: string }>('SELECT id FROM clients WHERE name = $1 AND disabled_at IS NULL ORDER BY created_at LIMIT 1', [ALERTS_CLIENT_NAME]);
-    const id = found.rows[0]?.id ?? (await rt.clients.create(ALERTS_CLIENT_NAME, false)).client_id;
-    await rt.tenants.create(id, { tenant: ALERTS_TENANT, name: 'ENS operations console alerts' });
-    return id;
-  } finally {
-    await c.query('SELECT pg_advisory_unlock(7466005)').catch(() => {});
-    c.release();
-  }
+function alertsClient(rt: Runtime): Promise<string> {
+  return withClient(rt.db, async (c) => {
+    try {
+      await c.query('SELECT pg_advisory_lock(7466005)');
+      const found = await c.query<{ id: string }>(
+        'SELECT id FROM clients WHERE name = $1 AND disabled_at IS NULL ORDER BY created_at LIMIT 1',
+        [ALERTS_CLIENT_NAME],
+      );
+      const id =
+        found.rows[0]?.id ?? (await rt.clients.create(ALERTS_CLIENT_NAME, false)).client_id;
+      await rt.tenants.create(id, { tenant: ALERTS_TENANT, name: 'ENS operations console alerts' });
+      return id;
+    } finally {
+      await c.query('SELECT pg_advisory_unlock(7466005)').catch(() => {});
+    }
+  });
 }
 
 /**
@@ -96,11 +119,25 @@ export async function sendAlertEmail(rt: Runtime, n: AlertNotice, to: string): P
   }
 }
 
-/** Sends a rule's destination a test notice now, by email or webhook as the rule says; throws what failed. */
-export async function sendTestNotice(rt: Runtime, rule: AlertNotice['rule'] & { destination_kind: 'email' | 'webhook'; destination: string }): Promise<void> {
+/**
+ * Sends a rule's destination a test notice now, by email or webhook as the rule says; throws what
+ * failed.
+ */
+export async function sendTestNotice(
+  rt: Runtime,
+  rule: AlertNotice['rule'] & { destination_kind: 'email' | 'webhook'; destination: string },
+): Promise<void> {
   const notice: AlertNotice = {
     firingId: newId(),
-    rule: { id: rule.id, name: rule.name, scope: rule.scope, value: rule.value, window_minutes: rule.window_minutes, min_volume: rule.min_volume, threshold_percent: rule.threshold_percent },
+    rule: {
+      id: rule.id,
+      name: rule.name,
+      scope: rule.scope,
+      value: rule.value,
+      window_minutes: rule.window_minutes,
+      min_volume: rule.min_volume,
+      threshold_percent: rule.threshold_percent,
+    },
     startedAt: new Date().toISOString(),
     total: 0,
     failed: 0,
@@ -113,22 +150,30 @@ export async function sendTestNotice(rt: Runtime, rule: AlertNotice['rule'] & { 
 }
 
 /** Posts the firing to a webhook, through the outbound guard (no private address, no redirect). */
-export async function postAlertWebhook(url: string, n: AlertNotice, allowPrivate: boolean): Promise<void> {
-  const res = await guardedFetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'user-agent': 'ens-ops-alerts' },
-    body: JSON.stringify({
-      type: n.test ? 'ens.alert.test' : 'ens.alert.firing',
-      firing_id: n.firingId,
-      rule: n.rule,
-      started_at: n.startedAt,
-      total: n.total,
-      failed: n.failed,
-      rate_percent: n.ratePercent,
-      console_url: n.consoleUrl,
-    }),
-    signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
-  }, { allowPrivate });
+export async function postAlertWebhook(
+  url: string,
+  n: AlertNotice,
+  allowPrivate: boolean,
+): Promise<void> {
+  const res = await guardedFetch(
+    url,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'ens-ops-alerts' },
+      body: JSON.stringify({
+        type: n.test ? 'ens.alert.test' : 'ens.alert.firing',
+        firing_id: n.firingId,
+        rule: n.rule,
+        started_at: n.startedAt,
+        total: n.total,
+        failed: n.failed,
+        rate_percent: n.ratePercent,
+        console_url: n.consoleUrl,
+      }),
+      signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+    },
+    { allowPrivate },
+  );
   await res.body?.cancel().catch(() => {});
   if (!res.ok) throw new Error(`the webhook answered HTTP ${res.status}`);
 }

@@ -3,11 +3,10 @@ import { readBacklogAge, type Db } from '@ens/core/internal';
 
 /**
  * Past this many seconds, waiting work means no process is taking it: a healthy deployment claims
- * due work within a second or two, and the sweeper re-wakes what waits longer than
- * ENS_SWEEP_GRACE (30 s by default), so work still waiting after twice that was not taken even
- * when woken again. The dashboard warns past it; the EnsBacklogAging rule in
- * deploy/prometheus/ens-alerts.yml uses the same number, and services/ops/test/prometheus-rules.test.ts
- * checks that they agree.
+ * due work within a second or two, and the sweeper re-wakes what waits longer than ENS_SWEEP_GRACE
+ * (30 s by default), so work still waiting after twice that was not taken even when woken again.
+ * The dashboard warns past it; the EnsBacklogAging rule in deploy/prometheus/ens-alerts.yml uses
+ * the same number, and services/ops/test/prometheus-rules.test.ts checks that they agree.
  */
 export const BACKLOG_WARN_SECONDS = 60;
 
@@ -28,14 +27,26 @@ export interface Backlog {
   aging: Channel[];
 }
 
-/** Ages in seconds, per channel in CHANNELS order, read from PostgreSQL (the whole deployment's). */
+/**
+ * Ages in seconds, per channel in CHANNELS order, read from PostgreSQL (the whole deployment's).
+ */
 export async function loadBacklog(db: Db): Promise<Backlog> {
   const ages = await readBacklogAge(db);
-  const age = (kind: 'delivery' | 'callback', channel: Channel) => ages.find((a) => a.kind === kind && a.channel === channel)?.ageSeconds ?? 0;
+  const age = (kind: 'delivery' | 'callback', channel: Channel) =>
+    ages.find((a) => a.kind === kind && a.channel === channel)?.ageSeconds ?? 0;
   const channels = CHANNELS.map((channel) => {
     const delivery_seconds = age('delivery', channel);
     const callback_seconds = age('callback', channel);
-    return { channel, delivery_seconds, callback_seconds, aging: Math.max(delivery_seconds, callback_seconds) > BACKLOG_WARN_SECONDS };
+    return {
+      channel,
+      delivery_seconds,
+      callback_seconds,
+      aging: Math.max(delivery_seconds, callback_seconds) > BACKLOG_WARN_SECONDS,
+    };
   });
-  return { channels, warn_seconds: BACKLOG_WARN_SECONDS, aging: channels.filter((c) => c.aging).map((c) => c.channel) };
+  return {
+    channels,
+    warn_seconds: BACKLOG_WARN_SECONDS,
+    aging: channels.filter((c) => c.aging).map((c) => c.channel),
+  };
 }

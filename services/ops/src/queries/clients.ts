@@ -1,4 +1,4 @@
-import { isoSql, type Db } from '@ens/core/internal';
+import { isoSql, usageTodayOf, type Db } from '@ens/core/internal';
 
 export interface ClientListRow {
   id: string;
@@ -16,46 +16,46 @@ export const CLIENT_PAGE = 50;
 
 /**
  * Clients in creation order, keyset-paged on (created_at, id), with today's usage counted for the
- * page's clients in one statement (the same count as ClientStore.usageToday, through the feed index).
+ * page's clients in one statement (core's usageTodayOf).
  */
-export async function listClients(db: Db, after: { at: string; id: string } | null): Promise<{ rows: ClientListRow[]; next: string | null }> {
-  const { rows } = await db.query(
-    `SELECT id, name, disabled_at IS NOT NULL AS disabled, callback_secret_enc IS NOT NULL AS has_callback_secret, rate_limit, daily_quota,
+export async function listClients(
+  db: Db,
+  after: { at: string; id: string } | null,
+): Promise<{ rows: ClientListRow[]; next: string | null; total: number }> {
+  const [{ rows }, counted] = await Promise.all([
+    db.query(
+      `SELECT id, name, disabled_at IS NOT NULL AS disabled, callback_secret_enc IS NOT NULL AS has_callback_secret, rate_limit, daily_quota,
             ${isoSql('created_at')} AS created_at
-       FROM clients WHERE ($1::timestamptz IS NULL OR (clients.created_at, clients.id) > ($1::timestamptz, $2::text))
+       FROM clients WHERE deleted_at IS NULL AND ($1::timestamptz IS NULL OR (clients.created_at, clients.id) > ($1::timestamptz, $2::text))
       ORDER BY clients.created_at, clients.id LIMIT $3`,
-    [after?.at ?? null, after?.id ?? null, CLIENT_PAGE + 1],
-  );
+      [after?.at ?? null, after?.id ?? null, CLIENT_PAGE + 1],
+    ),
+    db.query<{ n: number }>('SELECT count(*)::int AS n FROM clients WHERE deleted_at IS NULL'),
+  ]);
   const page = rows.slice(0, CLIENT_PAGE) as ClientListRow[];
-  const usage = await usageToday(db, page.map((r) => r.id));
+  const usage = await usageTodayOf(
+    db,
+    page.map((r) => r.id),
+  );
   for (const r of page) r.usage = usage.get(r.id) ?? {};
   const last = page[page.length - 1];
-  return { rows: page, next: rows.length > CLIENT_PAGE && last ? `${last.created_at}|${last.id}` : null };
-}
-
-export async function usageToday(db: Db, ids: string[]): Promise<Map<string, Record<string, number>>> {
-  const out = new Map<string, Record<string, number>>();
-  if (ids.length === 0) return out;
-  const { rows } = await db.query<{ client_id: string; channel: string; n: number }>(
-    `SELECT client_id, channel, count(*)::int AS n FROM deliveries
-      WHERE client_id = ANY($1::text[])
-        AND created_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
-        AND (updated_at IS NULL OR updated_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
-      GROUP BY client_id, channel`,
-    [ids],
-  );
-  for (const r of rows) {
-    const m = out.get(r.client_id) ?? {};
-    m[r.channel] = r.n;
-    out.set(r.client_id, m);
-  }
-  return out;
+  return {
+    rows: page,
+    next: rows.length > CLIENT_PAGE && last ? `${last.created_at}|${last.id}` : null,
+    total: counted.rows[0]!.n,
+  };
 }
 
 /** Client names by id, for the page's rows (one primary-key lookup per distinct id). */
-export async function clientNames(db: Pick<Db, 'query'>, ids: Iterable<string>): Promise<Map<string, string>> {
+export async function clientNames(
+  db: Pick<Db, 'query'>,
+  ids: Iterable<string>,
+): Promise<Map<string, string>> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return new Map();
-  const { rows } = await db.query<{ id: string; name: string }>('SELECT id, name FROM clients WHERE id = ANY($1::text[])', [unique]);
+  const { rows } = await db.query<{ id: string; name: string }>(
+    'SELECT id, name FROM clients WHERE id = ANY($1::text[])',
+    [unique],
+  );
   return new Map(rows.map((r) => [r.id, r.name]));
 }

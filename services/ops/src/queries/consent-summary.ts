@@ -1,5 +1,5 @@
 import { SUPPRESSION_REASONS, type SuppressionReasonT } from '@ens/core';
-import { inTransaction, type Db, type DbClient } from '@ens/core/internal';
+import { inTransaction, readTenantRates, type Db, type DbClient } from '@ens/core/internal';
 
 /** Days shown in "Suppressions added per day by reason", today (UTC) included. */
 export const SUPPRESSION_DAYS = 14;
@@ -19,7 +19,9 @@ export const COMPLAINT_LIMIT_PERCENT = 0.3;
  */
 export const CONSENT_PANELS_TTL_MS = 5 * 60_000;
 
-/** Each read is cancelled past this, and its panel says so; the rest of the dashboard is unaffected. */
+/**
+ * Each read is cancelled past this, and its panel says so; the rest of the dashboard is unaffected.
+ */
 const STATEMENT_TIMEOUT_MS = 10_000;
 
 export interface SuppressionsPerDay {
@@ -36,7 +38,10 @@ export interface TenantRates {
   sent: number;
   /** Of those, a bounce reported after the send (bounced_at set). */
   bounced: number;
-  /** Email deliveries refused at send for their recipient (an entry from the provider, hard_bounce or invalid_recipient). */
+  /**
+   * Email deliveries refused at send for their recipient (an entry from the provider, hard_bounce
+   * or invalid_recipient).
+   */
   refused: number;
   complained: number;
   /** (bounced + refused) / (sent + refused): of what a provider was given, how much bounced. */
@@ -51,7 +56,13 @@ export interface ConsentSummary {
   ttl_seconds: number;
   /** null when the read was cancelled at its time limit. */
   suppressions_per_day: SuppressionsPerDay | null;
-  rates: { rows: TenantRates[]; tenants: number; over_limit: number; window_days: number; limit_percent: number } | null;
+  rates: {
+    rows: TenantRates[];
+    tenants: number;
+    over_limit: number;
+    window_days: number;
+    limit_percent: number;
+  } | null;
 }
 
 /*
@@ -66,52 +77,15 @@ SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') A
  WHERE created_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') - ($1::int - 1) * interval '1 day') AT TIME ZONE 'UTC'
  GROUP BY 1, 2`;
 
-/*
- * Per tenant, over the email deliveries created in the last RATE_DAYS days: the id range
- * (ens_uuid7_floor; ids are UUIDv7) reads that end of the primary key only, however large the
- * table. Rates are per cohort (what was sent in the window, and what of it bounced or was
- * complained about since), so a report about an older send does not inflate this week's rate.
- *
- * Refusals at send time leave no mark on the delivery (it fails, as any permanent error), but the
- * worker records the refused address with source 'provider' and the delivery's id: those entries
- * made in the window are joined to their delivery by primary key. A delivery whose bounce was
- * also reported later (bounced_at set) counts once.
- */
-export const RATES_SQL = `
-WITH d AS (
-  SELECT client_id, tenant,
-         count(*) FILTER (WHERE status = 'sent')::int AS sent,
-         count(*) FILTER (WHERE bounced_at IS NOT NULL)::int AS bounced,
-         count(*) FILTER (WHERE complained_at IS NOT NULL)::int AS complained
-    FROM deliveries
-   WHERE id >= ens_uuid7_floor(now() - $1::int * interval '1 day') AND created_at >= now() - $1::int * interval '1 day' AND channel = 'email'
-   GROUP BY client_id, tenant),
-r AS (
-  SELECT s.client_id, s.tenant, count(*)::int AS refused
-    FROM suppressions s JOIN deliveries x ON x.id = s.delivery_id
-   WHERE s.created_at >= now() - $1::int * interval '1 day' AND s.source = 'provider' AND s.reason IN ('hard_bounce', 'invalid_recipient') AND s.channel = 'email'
-     AND x.id >= ens_uuid7_floor(now() - $1::int * interval '1 day') AND x.created_at >= now() - $1::int * interval '1 day'
-     AND x.status = 'failed' AND x.bounced_at IS NULL
-   GROUP BY s.client_id, s.tenant),
-j AS (
-  SELECT client_id, tenant, coalesce(d.sent, 0) AS sent, coalesce(d.bounced, 0) AS bounced, coalesce(d.complained, 0) AS complained,
-         coalesce(r.refused, 0) AS refused
-    FROM d FULL JOIN r USING (client_id, tenant))
-SELECT client_id, tenant, sent, bounced, refused, complained,
-       count(*) OVER ()::int AS tenants,
-       (count(*) FILTER (WHERE complained * 100 > sent * $2::numeric) OVER ())::int AS over_limit
-  FROM j
- ORDER BY complained::float8 / nullif(sent, 0) DESC NULLS LAST, (bounced + refused)::float8 / nullif(sent + refused, 0) DESC NULLS LAST,
-          sent DESC, client_id, tenant
- LIMIT $3`;
-
 function pct(n: number, of: number): number | null {
   return of === 0 ? null : Math.round((n / of) * 100_000) / 1000;
 }
 
 function dayList(today: string, n: number): string[] {
   const end = Date.parse(`${today}T00:00:00Z`);
-  return Array.from({ length: n }, (_, i) => new Date(end - (n - 1 - i) * 86_400_000).toISOString().slice(0, 10));
+  return Array.from({ length: n }, (_, i) =>
+    new Date(end - (n - 1 - i) * 86_400_000).toISOString().slice(0, 10),
+  );
 }
 
 async function timed<T>(db: Db, fn: (c: DbClient) => Promise<T>): Promise<T | null> {
@@ -128,18 +102,27 @@ async function timed<T>(db: Db, fn: (c: DbClient) => Promise<T>): Promise<T | nu
 
 async function compute(db: Db): Promise<ConsentSummary> {
   const [perDay, rates, clock] = await Promise.all([
-    timed(db, (c) => c.query<{ day: string; reason: SuppressionReasonT; n: number }>(PER_DAY_SQL, [SUPPRESSION_DAYS])),
-    timed(db, (c) => c.query<Omit<TenantRates, 'client_name' | 'bounce_percent' | 'complaint_percent' | 'over_complaint_limit'> & { tenants: number; over_limit: number }>(
-      RATES_SQL,
-      [RATE_DAYS, COMPLAINT_LIMIT_PERCENT, RATE_TENANTS_SHOWN],
-    )),
+    timed(db, (c) =>
+      c.query<{ day: string; reason: SuppressionReasonT; n: number }>(PER_DAY_SQL, [
+        SUPPRESSION_DAYS,
+      ]),
+    ),
+    timed(db, (c) =>
+      readTenantRates(c, {
+        days: RATE_DAYS,
+        limitPercent: COMPLAINT_LIMIT_PERCENT,
+        shown: RATE_TENANTS_SHOWN,
+      }),
+    ),
     db.query<{ today: string }>(`SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS today`),
   ]);
   let perDayOut: SuppressionsPerDay | null = null;
   if (perDay) {
     const days = dayList(clock.rows[0]!.today, SUPPRESSION_DAYS);
     const index = new Map(days.map((d, i) => [d, i]));
-    const by_reason = Object.fromEntries(SUPPRESSION_REASONS.map((r) => [r, days.map(() => 0)])) as Record<SuppressionReasonT, number[]>;
+    const by_reason = Object.fromEntries(
+      SUPPRESSION_REASONS.map((r) => [r, days.map(() => 0)]),
+    ) as Record<SuppressionReasonT, number[]>;
     for (const r of perDay.rows) {
       const i = index.get(r.day);
       if (i !== undefined && by_reason[r.reason]) by_reason[r.reason][i] = r.n;
@@ -148,33 +131,51 @@ async function compute(db: Db): Promise<ConsentSummary> {
   }
   let ratesOut: ConsentSummary['rates'] = null;
   if (rates) {
-    const ids = [...new Set(rates.rows.map((r) => r.client_id))];
-    const names = ids.length === 0 ? new Map<string, string>() : new Map(
-      (await db.query<{ id: string; name: string }>('SELECT id, name FROM clients WHERE id = ANY($1::text[])', [ids])).rows.map((r) => [r.id, r.name]),
-    );
+    const ids = [...new Set(rates.map((r) => r.client_id))];
+    const names =
+      ids.length === 0
+        ? new Map<string, string>()
+        : new Map(
+            (
+              await db.query<{ id: string; name: string }>(
+                'SELECT id, name FROM clients WHERE id = ANY($1::text[])',
+                [ids],
+              )
+            ).rows.map((r) => [r.id, r.name]),
+          );
     ratesOut = {
-      rows: rates.rows.map(({ tenants: _t, over_limit: _o, ...r }) => {
+      rows: rates.map(({ tenants: _t, over_limit: _o, ...r }) => {
         const complaint = pct(r.complained, r.sent);
         return {
           ...r,
           client_name: names.get(r.client_id) ?? null,
           bounce_percent: pct(r.bounced + r.refused, r.sent + r.refused),
           complaint_percent: complaint,
-          over_complaint_limit: r.complained > 0 && (complaint === null || r.complained * 100 > r.sent * COMPLAINT_LIMIT_PERCENT),
+          over_complaint_limit:
+            r.complained > 0 &&
+            (complaint === null || r.complained * 100 > r.sent * COMPLAINT_LIMIT_PERCENT),
         };
       }),
-      tenants: rates.rows[0]?.tenants ?? 0,
-      over_limit: rates.rows[0]?.over_limit ?? 0,
+      tenants: rates[0]?.tenants ?? 0,
+      over_limit: rates[0]?.over_limit ?? 0,
       window_days: RATE_DAYS,
       limit_percent: COMPLAINT_LIMIT_PERCENT,
     };
   }
-  return { generated_at: new Date().toISOString(), ttl_seconds: CONSENT_PANELS_TTL_MS / 1000, suppressions_per_day: perDayOut, rates: ratesOut };
+  return {
+    generated_at: new Date().toISOString(),
+    ttl_seconds: CONSENT_PANELS_TTL_MS / 1000,
+    suppressions_per_day: perDayOut,
+    rates: ratesOut,
+  };
 }
 
 const cache = new WeakMap<Db, { at: number; value: Promise<ConsentSummary> }>();
 
-/** The dashboard's consent panels, computed at most every CONSENT_PANELS_TTL_MS per process and database. */
+/**
+ * The dashboard's consent panels, computed at most every CONSENT_PANELS_TTL_MS per process and
+ * database.
+ */
 export function loadConsentSummary(db: Db, now = Date.now()): Promise<ConsentSummary> {
   const hit = cache.get(db);
   if (hit && now - hit.at < CONSENT_PANELS_TTL_MS) return hit.value;

@@ -12,7 +12,9 @@ export interface InternalTraffic {
 }
 
 export async function loadInternalTraffic(db: Pick<Db, 'query'>): Promise<InternalTraffic> {
-  const { rows } = await db.query<{ id: string }>('SELECT id FROM clients WHERE name = $1', [ALERTS_CLIENT_NAME]);
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM clients WHERE name = $1', [
+    ALERTS_CLIENT_NAME,
+  ]);
   return { clientIds: rows.map((r) => r.id), tenant: ALERTS_TENANT };
 }
 

@@ -1,7 +1,16 @@
 import { CHANNELS } from '@ens/core';
-import { providerUp, type Db } from '@ens/core/internal';
+import {
+  callbackQueueCounts,
+  countRecentDeliveries,
+  loadProviderPaces,
+  loadWaitingFlows,
+  providerOutcomes,
+  providerUp,
+  type Db,
+  type ProviderPaceRow,
+  type WaitingFlow,
+} from '@ens/core/internal';
 import { loadBacklog, type Backlog } from './backlog.ts';
-import { loadProviderPaces, loadWaitingFlows, type ProviderPaceRow, type WaitingFlow } from './fair-delivery.ts';
 import { clientNames } from './clients.ts';
 import { isInternal, loadInternalTraffic, type InternalTraffic } from './internal-client.ts';
 import { loadConsentSummary, type ConsentSummary } from './consent-summary.ts';
@@ -15,6 +24,30 @@ export interface FailureRow {
   failed: number;
   /** failed / (sent + failed), in percent; null when nothing has ended yet. */
   rate_percent: number | null;
+  /**
+   * The trend: the rate of the last hour against the 23 hours before it (each null when nothing
+   * of that span has ended), and which way it went by more than a point.
+   */
+  trend: { last_hour: number | null; before: number | null; direction: Trend };
+}
+
+export type Trend = 'rising' | 'falling' | 'steady' | 'new' | 'quiet';
+
+/** Last hour against the hours before: a change of a percentage point or less is steady. */
+function trendOf(r: { sent: number; failed: number; hour_sent: number; hour_failed: number }) {
+  const lastHour = rate(r.hour_sent, r.hour_failed);
+  const before = rate(r.sent - r.hour_sent, r.failed - r.hour_failed);
+  const direction: Trend =
+    lastHour === null
+      ? 'quiet'
+      : before === null
+        ? 'new'
+        : lastHour > before + 1
+          ? 'rising'
+          : lastHour < before - 1
+            ? 'falling'
+            : 'steady';
+  return { last_hour: lastHour, before, direction };
 }
 
 export interface ProviderHealth {
@@ -25,7 +58,10 @@ export interface ProviderHealth {
   permanent: number;
   lost: number;
   in_flight: number;
-  /** The in-process ens_provider_up gauge (1 up, 0 taken out); null when no worker runs in this process. */
+  /**
+   * The in-process ens_provider_up gauge (1 up, 0 taken out); null when no worker runs in this
+   * process.
+   */
   up: boolean | null;
 }
 
@@ -53,13 +89,19 @@ export interface Summary {
   generated_at: string;
   /** Customers' deliveries only: ENS's own alert emails are in `internal`. */
   deliveries: { last_hour: ByChannel; last_day: ByChannel };
-  /** Per minute over the last hour and per hour over the last day, per channel (customers' deliveries). */
+  /**
+   * Per minute over the last hour and per hour over the last day, per channel (customers'
+   * deliveries).
+   */
   series: { per_minute: Series; per_hour: Series };
   /** ENS's own alert emails (the internal alert client and tenant), last 24 hours. */
   internal: { client_ids: string[]; tenant: string; last_day: ByChannel };
   failure_rates: {
     by_event_type: (FailureRow & { event_type: string })[];
     by_tenant: (FailureRow & { client_id: string; client_name: string | null; tenant: string })[];
+    /** How many event types and tenants had deliveries in the last day (the lists show the top). */
+    event_types: number;
+    tenants: number;
   };
   callbacks: { backlog: number; dead_letters: number };
   /** Age of the oldest work nobody has taken, per channel (the dashboard's Backlog panel). */
@@ -70,7 +112,10 @@ export interface Summary {
   providers: ProviderHealth[];
   provider_window_minutes: number;
   alerts_firing: FiringAlert[];
-  /** Suppressions added per day and email bounce and complaint rates per tenant (computed at most every few minutes). */
+  /**
+   * Suppressions added per day and email bounce and complaint rates per tenant (computed at most
+   * every few minutes).
+   */
   consent: ConsentSummary;
 }
 
@@ -78,37 +123,16 @@ function emptyByChannel(): ByChannel {
   return Object.fromEntries(CHANNELS.map((c) => [c, { pending: 0, sent: 0, failed: 0 }]));
 }
 
+/** The channel's counts in `by`, added at zero for a channel the list of channels lacks. */
+function countsOf(by: ByChannel, channel: string): StatusCounts {
+  by[channel] ??= { pending: 0, sent: 0, failed: 0 };
+  return by[channel];
+}
+
 function rate(sent: number, failed: number): number | null {
   const ended = sent + failed;
   return ended === 0 ? null : Math.round((failed / ended) * 10000) / 100;
 }
-
-/*
- * One pass over the last day's deliveries gives all the delivery numbers: GROUPING SETS counts by
- * channel and status (with the last hour as a FILTER), by event type, by tenant, and by channel
- * and status per minute (last hour) and per hour (last day), each split by whether the row is
- * ENS's own alert traffic. The id range (ids are UUIDv7, see ens_uuid7_floor) makes it a range
- * scan of the primary key, bounded to one day whatever the table's size.
- *
- * gset tells the sets apart: grouping(event_type, client_id, minute, hour, channel), one bit each
- * (1 = not grouped by it), so (channel, status) = 30, (event_type) = 15, (client_id, tenant) = 23,
- * (channel, status, minute) = 26, (channel, status, hour) = 28.
- */
-export const DELIVERIES_SQL = `
-SELECT grouping(event_type, client_id, minute, hour, channel) AS gset, internal,
-       channel, status, event_type, client_id, tenant, minute, hour,
-       count(*)::int AS day, count(*) FILTER (WHERE created_at >= now() - interval '1 hour')::int AS hour_n,
-       count(*) FILTER (WHERE status = 'sent')::int AS sent, count(*) FILTER (WHERE status = 'failed')::int AS failed
-  FROM (SELECT channel, status, event_type, client_id, tenant, created_at,
-               (client_id = ANY($1::text[]) AND tenant = $2) AS internal,
-               CASE WHEN created_at >= date_trunc('minute', now()) - interval '59 minutes'
-                    THEN (extract(epoch FROM date_trunc('minute', created_at)) * 1000)::bigint END AS minute,
-               CASE WHEN created_at >= date_trunc('hour', now()) - interval '23 hours'
-                    THEN (extract(epoch FROM date_trunc('hour', created_at)) * 1000)::bigint END AS hour
-          FROM deliveries
-         WHERE id >= ens_uuid7_floor(now() - interval '1 day') AND created_at >= now() - interval '1 day') d
- GROUP BY GROUPING SETS ((internal, channel, status), (internal, event_type), (internal, client_id, tenant),
-                         (internal, channel, status, minute), (internal, channel, status, hour))`;
 
 const NOW_SQL = `SELECT (extract(epoch FROM date_trunc('minute', now())) * 1000)::float8 AS minute,
                         (extract(epoch FROM date_trunc('hour', now())) * 1000)::float8 AS hour`;
@@ -116,27 +140,22 @@ const NOW_SQL = `SELECT (extract(epoch FROM date_trunc('minute', now())) * 1000)
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
 
-function emptySeries(lastBucket: number, step: number, n: number): Series & { index: Map<number, number> } {
+function emptySeries(
+  lastBucket: number,
+  step: number,
+  n: number,
+): Series & { index: Map<number, number> } {
   const starts = Array.from({ length: n }, (_, i) => lastBucket - (n - 1 - i) * step);
   return {
     buckets: starts.map((t) => new Date(t).toISOString()),
-    by_channel: Object.fromEntries(CHANNELS.map((c) => [c, starts.map(() => ({ pending: 0, sent: 0, failed: 0 }))])),
+    by_channel: Object.fromEntries(
+      CHANNELS.map((c) => [c, starts.map(() => ({ pending: 0, sent: 0, failed: 0 }))]),
+    ),
     index: new Map(starts.map((t, i) => [t, i])),
   };
 }
 
 const PROVIDER_WINDOW_MINUTES = 15;
-
-const PROVIDERS_SQL = `
-SELECT provider,
-       count(*) FILTER (WHERE outcome = 'sent')::int AS sent,
-       count(*) FILTER (WHERE outcome = 'transient')::int AS transient,
-       count(*) FILTER (WHERE outcome = 'rate_limited')::int AS rate_limited,
-       count(*) FILTER (WHERE outcome = 'permanent')::int AS permanent,
-       count(*) FILTER (WHERE outcome = 'lost')::int AS lost,
-       count(*) FILTER (WHERE outcome IS NULL)::int AS in_flight
-  FROM attempts WHERE started_at >= now() - $1 * interval '1 minute'
- GROUP BY provider ORDER BY provider`;
 
 export const FIRING_SQL = `
 SELECT f.id::text AS firing_id, r.id::text AS rule_id, r.name, r.scope, r.value,
@@ -164,19 +183,19 @@ export type { InternalTraffic };
 
 export async function loadSummary(db: Db): Promise<Summary> {
   const internal = await loadInternalTraffic(db);
-  const [d, clock, backlog, dead, providers, firing, gauge, backlogAge, waitingFlows, paces, consent] = await Promise.all([
-    db.query(DELIVERIES_SQL, [internal.clientIds, internal.tenant]),
-    db.query<{ minute: number; hour: number }>(NOW_SQL),
-    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM callbacks WHERE status = 'pending'`),
-    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM callbacks WHERE status = 'dead'`),
-    db.query(PROVIDERS_SQL, [PROVIDER_WINDOW_MINUTES]),
-    db.query<FiringAlert>(FIRING_SQL),
-    providerGauge(),
-    loadBacklog(db),
-    loadWaitingFlows(db),
-    loadProviderPaces(db, PROVIDER_WINDOW_MINUTES),
-    loadConsentSummary(db),
-  ]);
+  const [d, clock, callbacks, providers, firing, gauge, backlogAge, waitingFlows, paces, consent] =
+    await Promise.all([
+      countRecentDeliveries(db, internal),
+      db.query<{ minute: number; hour: number }>(NOW_SQL),
+      callbackQueueCounts(db),
+      providerOutcomes(db, PROVIDER_WINDOW_MINUTES),
+      db.query<FiringAlert>(FIRING_SQL),
+      providerGauge(),
+      loadBacklog(db),
+      loadWaitingFlows(db),
+      loadProviderPaces(db, PROVIDER_WINDOW_MINUTES),
+      loadConsentSummary(db),
+    ]);
   const lastHour = emptyByChannel();
   const lastDay = emptyByChannel();
   const internalDay = emptyByChannel();
@@ -184,16 +203,16 @@ export async function loadSummary(db: Db): Promise<Summary> {
   const perHour = emptySeries(clock.rows[0]!.hour, HOUR, 24);
   const byEvent: Summary['failure_rates']['by_event_type'] = [];
   const byTenant: Summary['failure_rates']['by_tenant'] = [];
-  for (const r of d.rows) {
-    const ch = r.channel as string;
-    const st = r.status as keyof StatusCounts;
+  for (const r of d) {
+    const ch = r.channel;
+    const st = r.status;
     if (r.internal) {
-      if (r.gset === 30) (internalDay[ch] ??= { pending: 0, sent: 0, failed: 0 })[st] = r.day;
+      if (r.gset === 30) countsOf(internalDay, ch)[st] = r.day;
       continue;
     }
     if (r.gset === 30) {
-      (lastHour[ch] ??= { pending: 0, sent: 0, failed: 0 })[st] = r.hour_n;
-      (lastDay[ch] ??= { pending: 0, sent: 0, failed: 0 })[st] = r.day;
+      countsOf(lastHour, ch)[st] = r.hour_n;
+      countsOf(lastDay, ch)[st] = r.day;
     } else if (r.gset === 26 || r.gset === 28) {
       const series = r.gset === 26 ? perMinute : perHour;
       const at = r.gset === 26 ? r.minute : r.hour;
@@ -201,34 +220,75 @@ export async function loadSummary(db: Db): Promise<Summary> {
       const row = i === undefined ? undefined : series.by_channel[ch]?.[i];
       if (row) row[st] = r.day;
     } else if (r.gset === 15) {
-      byEvent.push({ event_type: r.event_type, total: r.day, failed: r.failed, rate_percent: rate(r.sent, r.failed) });
+      byEvent.push({
+        event_type: r.event_type,
+        total: r.day,
+        failed: r.failed,
+        rate_percent: rate(r.sent, r.failed),
+        trend: trendOf(r),
+      });
     } else if (r.gset === 23) {
-      byTenant.push({ client_id: r.client_id, client_name: null, tenant: r.tenant, total: r.day, failed: r.failed, rate_percent: rate(r.sent, r.failed) });
+      byTenant.push({
+        client_id: r.client_id,
+        client_name: null,
+        tenant: r.tenant,
+        total: r.day,
+        failed: r.failed,
+        rate_percent: rate(r.sent, r.failed),
+        trend: trendOf(r),
+      });
     }
   }
-  const worstFirst = (a: FailureRow, b: FailureRow) => b.failed - a.failed || (b.rate_percent ?? 0) - (a.rate_percent ?? 0) || b.total - a.total;
+  const worstFirst = (a: FailureRow, b: FailureRow) =>
+    b.failed - a.failed || (b.rate_percent ?? 0) - (a.rate_percent ?? 0) || b.total - a.total;
   byEvent.sort((a, b) => worstFirst(a, b) || a.event_type.localeCompare(b.event_type));
   byTenant.sort((a, b) => worstFirst(a, b) || a.tenant.localeCompare(b.tenant));
   const topTenants = byTenant.slice(0, TOP);
-  const names = await clientNames(db, topTenants.map((r) => r.client_id));
+  const names = await clientNames(
+    db,
+    topTenants.map((r) => r.client_id),
+  );
   for (const r of topTenants) r.client_name = names.get(r.client_id) ?? null;
   const seen = new Set<string>();
-  const health: ProviderHealth[] = providers.rows.map((r) => {
+  const health: ProviderHealth[] = providers.map((r) => {
     seen.add(r.provider);
-    return { ...(r as Omit<ProviderHealth, 'up'>), up: gauge.has(r.provider) ? gauge.get(r.provider)! : null };
+    return {
+      ...r,
+      up: gauge.has(r.provider) ? gauge.get(r.provider)! : null,
+    };
   });
   for (const [provider, up] of gauge) {
-    if (!seen.has(provider)) health.push({ provider, sent: 0, transient: 0, rate_limited: 0, permanent: 0, lost: 0, in_flight: 0, up });
+    if (!seen.has(provider))
+      health.push({
+        provider,
+        sent: 0,
+        transient: 0,
+        rate_limited: 0,
+        permanent: 0,
+        lost: 0,
+        in_flight: 0,
+        up,
+      });
   }
   return {
     generated_at: new Date().toISOString(),
     deliveries: { last_hour: lastHour, last_day: lastDay },
-    series: { per_minute: { buckets: perMinute.buckets, by_channel: perMinute.by_channel }, per_hour: { buckets: perHour.buckets, by_channel: perHour.by_channel } },
+    series: {
+      per_minute: { buckets: perMinute.buckets, by_channel: perMinute.by_channel },
+      per_hour: { buckets: perHour.buckets, by_channel: perHour.by_channel },
+    },
     internal: { client_ids: internal.clientIds, tenant: internal.tenant, last_day: internalDay },
-    failure_rates: { by_event_type: byEvent.slice(0, TOP), by_tenant: topTenants },
-    callbacks: { backlog: backlog.rows[0]!.n, dead_letters: dead.rows[0]!.n },
+    failure_rates: {
+      by_event_type: byEvent.slice(0, TOP),
+      by_tenant: topTenants,
+      event_types: byEvent.length,
+      tenants: byTenant.length,
+    },
+    callbacks,
     backlog_age: backlogAge,
-    waiting_flows: waitingFlows.map((f) => (isInternal(internal, f.client_id, f.tenant) ? { ...f, internal: true } : f)),
+    waiting_flows: waitingFlows.map((f) =>
+      isInternal(internal, f.client_id, f.tenant) ? { ...f, internal: true } : f,
+    ),
     provider_paces: paces,
     providers: health,
     provider_window_minutes: PROVIDER_WINDOW_MINUTES,

@@ -4,7 +4,9 @@ import { inTransaction, isoSql, type Db } from '@ens/core/internal';
 /** How many matches a search by address across a client's tenants shows. */
 export const ACROSS_TENANTS_SHOWN = 200;
 
-/** A tenant's list is counted exactly up to this many entries; beyond it the page says "more than". */
+/**
+ * A tenant's list is counted exactly up to this many entries; beyond it the page says "more than".
+ */
 export const COUNT_BOUND = 10_000;
 
 /** How long one of the page's reads may run before it is cancelled. */
@@ -33,7 +35,10 @@ SELECT ${COLUMNS}
  ORDER BY s.tenant, s.channel, s.address, s.scope
  LIMIT $5`;
 
-/** The entries of an address in every tenant of the client; `more` when there were more than ACROSS_TENANTS_SHOWN. */
+/**
+ * The entries of an address in every tenant of the client; `more` when there were more than
+ * ACROSS_TENANTS_SHOWN.
+ */
 export async function findAcrossTenants(
   db: Db,
   clientId: string,
@@ -43,7 +48,15 @@ export async function findAcrossTenants(
   if (keys.length === 0) return { rows: [], more: false };
   const rows = await inTransaction(db, async (c) => {
     await c.query(`SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
-    return (await c.query<Suppression>(ACROSS_TENANTS_SQL, [clientId, keys.map((k) => k.channel), keys.map((k) => k.address), reason, ACROSS_TENANTS_SHOWN + 1])).rows;
+    return (
+      await c.query<Suppression>(ACROSS_TENANTS_SQL, [
+        clientId,
+        keys.map((k) => k.channel),
+        keys.map((k) => k.address),
+        reason,
+        ACROSS_TENANTS_SHOWN + 1,
+      ])
+    ).rows;
   });
   return { rows: rows.slice(0, ACROSS_TENANTS_SHOWN), more: rows.length > ACROSS_TENANTS_SHOWN };
 }
@@ -52,7 +65,12 @@ export async function findAcrossTenants(
  * How many entries of one tenant match the filters, read from the primary key and stopped at
  * COUNT_BOUND + 1: a list of millions is not counted on every page view.
  */
-export async function countTenant(db: Db, clientId: string, tenant: string, f: { channel: Channel | null; reason: SuppressionReasonT | null }): Promise<{ n: number; atLeast: boolean }> {
+export async function countTenant(
+  db: Db,
+  clientId: string,
+  tenant: string,
+  f: { channel: Channel | null; reason: SuppressionReasonT | null },
+): Promise<{ n: number; atLeast: boolean }> {
   const { rows } = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM (
        SELECT 1 FROM suppressions WHERE client_id = $1 AND tenant = $2 AND ($3::text IS NULL OR channel = $3) AND ($4::text IS NULL OR reason = $4) LIMIT $5) x`,
@@ -67,6 +85,9 @@ export const CLIENT_CHOICES = 500;
 
 /** Clients by name for the page's client list, or null when there are more than CLIENT_CHOICES. */
 export async function clientChoices(db: Db): Promise<{ id: string; name: string }[] | null> {
-  const { rows } = await db.query<{ id: string; name: string }>('SELECT id, name FROM clients ORDER BY name, id LIMIT $1', [CLIENT_CHOICES + 1]);
+  const { rows } = await db.query<{ id: string; name: string }>(
+    'SELECT id, name FROM clients ORDER BY name, id LIMIT $1',
+    [CLIENT_CHOICES + 1],
+  );
   return rows.length > CLIENT_CHOICES ? null : rows;
 }

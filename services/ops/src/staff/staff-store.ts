@@ -1,4 +1,4 @@
-import { type OpsConfig } from '@ens/core';
+import type { OpsConfig } from '@ens/core';
 import { inTransaction, isoSql, type Db } from '@ens/core/internal';
 import { superuserSources, type SuperuserSource } from './superuser.ts';
 
@@ -62,9 +62,15 @@ export class StaffStore {
       let staff = toRow(rows[0]!);
       let grantApplied = false;
       if (s.email) {
-        const g = await c.query('DELETE FROM staff_grants WHERE email = lower($1) RETURNING email', [s.email]);
+        const g = await c.query(
+          'DELETE FROM staff_grants WHERE email = lower($1) RETURNING email',
+          [s.email],
+        );
         if (g.rowCount) {
-          const u = await c.query(`UPDATE staff SET granted = true WHERE id = $1 RETURNING ${COLUMNS}`, [staff.id]);
+          const u = await c.query(
+            `UPDATE staff SET granted = true WHERE id = $1 RETURNING ${COLUMNS}`,
+            [staff.id],
+          );
           staff = toRow(u.rows[0]!);
           grantApplied = true;
         }
@@ -82,39 +88,75 @@ export class StaffStore {
    * Grants superuser rights to everyone signed in with this email, or, when nobody has yet,
    * records the grant for their first sign-in.
    */
-  async grant(email: string, by: string): Promise<{ email: string; staff_updated: number; pending: boolean }> {
+  async grant(
+    email: string,
+    by: string,
+  ): Promise<{ email: string; staff_updated: number; pending: boolean }> {
     const e = email.toLowerCase();
     return inTransaction(this.db, async (c) => {
       const u = await c.query('UPDATE staff SET granted = true WHERE lower(email) = $1', [e]);
       if (u.rowCount) return { email: e, staff_updated: u.rowCount, pending: false };
-      await c.query('INSERT INTO staff_grants (email, "by") VALUES ($1, $2) ON CONFLICT (email) DO UPDATE SET granted_at = now(), "by" = EXCLUDED."by"', [e, by]);
+      await c.query(
+        'INSERT INTO staff_grants (email, "by") VALUES ($1, $2) ON CONFLICT (email) DO UPDATE ' +
+          'SET granted_at = now(), "by" = EXCLUDED."by"',
+        [e, by],
+      );
       return { email: e, staff_updated: 0, pending: true };
     });
   }
 
-  /** Clears grants for the email (on staff records and waiting ones); configuration-based rights are not touched. */
-  async revoke(email: string): Promise<{ email: string; staff_updated: number; pending_removed: boolean; staff: StaffRow[] }> {
+  /**
+   * Clears grants for the email (on staff records and waiting ones); configuration-based rights are
+   * not touched.
+   */
+  async revoke(email: string): Promise<{
+    email: string;
+    staff_updated: number;
+    pending_removed: boolean;
+    staff: StaffRow[];
+  }> {
     const e = email.toLowerCase();
     return inTransaction(this.db, async (c) => {
-      const was = await c.query<{ id: string; granted: boolean }>('SELECT id::text, granted FROM staff WHERE lower(email) = $1 FOR UPDATE', [e]);
-      const u = await c.query(`UPDATE staff SET granted = false WHERE lower(email) = $1 RETURNING ${COLUMNS}`, [e]);
+      const was = await c.query<{ id: string; granted: boolean }>(
+        'SELECT id::text, granted FROM staff WHERE lower(email) = $1 FOR UPDATE',
+        [e],
+      );
+      const u = await c.query(
+        `UPDATE staff SET granted = false WHERE lower(email) = $1 RETURNING ${COLUMNS}`,
+        [e],
+      );
       const p = await c.query('DELETE FROM staff_grants WHERE email = $1', [e]);
-      return { email: e, staff_updated: was.rows.filter((r) => r.granted).length, pending_removed: (p.rowCount ?? 0) > 0, staff: u.rows.map(toRow) };
+      return {
+        email: e,
+        staff_updated: was.rows.filter((r) => r.granted).length,
+        pending_removed: (p.rowCount ?? 0) > 0,
+        staff: u.rows.map(toRow),
+      };
     });
   }
 
-  /** Everyone who signed in (most recent first), and the grants still waiting for a first sign-in. */
-  async list(): Promise<{ staff: StaffRow[]; pending: { email: string; granted_at: string; by: string }[] }> {
+  /**
+   * Everyone who signed in (most recent first), and the grants still waiting for a first sign-in.
+   */
+  async list(): Promise<{
+    staff: StaffRow[];
+    pending: { email: string; granted_at: string; by: string }[];
+  }> {
     const [s, p] = await Promise.all([
       this.db.query(`SELECT ${COLUMNS} FROM staff ORDER BY staff.last_seen DESC, staff.id DESC`),
-      this.db.query<{ email: string; granted_at: string; by: string }>(`SELECT email, ${isoSql('granted_at')} AS granted_at, "by" FROM staff_grants ORDER BY staff_grants.email`),
+      this.db.query<{ email: string; granted_at: string; by: string }>(
+        `SELECT email, ${isoSql('granted_at')} AS granted_at, "by" FROM staff_grants ORDER BY staff_grants.email`,
+      ),
     ]);
     return { staff: s.rows.map(toRow), pending: p.rows };
   }
 }
 
 /** A staff row as `ens staff list` prints it, with where the rights come from. */
-export function describeStaff(s: StaffRow, ops: Pick<OpsConfig, 'superuserGroup' | 'superusers'> | null): Record<string, unknown> {
+export function describeStaff(
+  s: StaffRow,
+  ops: Pick<OpsConfig, 'superuserGroup' | 'superusers'> | null,
+): Record<string, unknown> {
   const sources: SuperuserSource[] = ops ? superuserSources(s, ops) : s.granted ? ['grant'] : [];
   return {
     email: s.email,

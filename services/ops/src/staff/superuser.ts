@@ -14,9 +14,13 @@ export type SuperuserSource = 'group' | 'allow-list' | 'grant';
 
 /**
  * Why this person is a superuser: the configured group in their groups claim at the last sign-in,
- * their email or subject in ENS_OPS_SUPERUSERS, or a grant by `ens staff grant`. Empty: they are not.
+ * their email or subject in ENS_OPS_SUPERUSERS, or a grant by `ens staff grant`. Empty: they are
+ * not.
  */
-export function superuserSources(s: StaffIdentity, ops: Pick<OpsConfig, 'superuserGroup' | 'superusers'>): SuperuserSource[] {
+export function superuserSources(
+  s: StaffIdentity,
+  ops: Pick<OpsConfig, 'superuserGroup' | 'superusers'>,
+): SuperuserSource[] {
   const out: SuperuserSource[] = [];
   if (ops.superuserGroup !== null && s.groups.includes(ops.superuserGroup)) out.push('group');
   const names = [s.subject.toLowerCase(), ...(s.email ? [s.email.toLowerCase()] : [])];
@@ -25,7 +29,10 @@ export function superuserSources(s: StaffIdentity, ops: Pick<OpsConfig, 'superus
   return out;
 }
 
-export function isSuperuser(s: StaffIdentity, ops: Pick<OpsConfig, 'superuserGroup' | 'superusers'>): boolean {
+export function isSuperuser(
+  s: StaffIdentity,
+  ops: Pick<OpsConfig, 'superuserGroup' | 'superusers'>,
+): boolean {
   return superuserSources(s, ops).length > 0;
 }
 

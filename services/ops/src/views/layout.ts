@@ -1,6 +1,14 @@
 import { html, type Html } from './html.ts';
 
-export type NavKey = 'dashboard' | 'deliveries' | 'clients' | 'suppressions' | 'dead-letters' | 'alerts' | 'audit' | null;
+export type NavKey =
+  | 'dashboard'
+  | 'deliveries'
+  | 'clients'
+  | 'suppressions'
+  | 'dead-letters'
+  | 'alerts'
+  | 'audit'
+  | null;
 
 export interface PageContext {
   /** The signed-in staff member's email (or subject when the provider gave no email). */
@@ -77,7 +85,7 @@ ${content}
 /** The page a signed-in person without superuser rights gets, for every console URL. */
 export function noticePage(who: string, contact: string, csrf: string): Html {
   return documentShell(
-    "No access",
+    'No access',
     html`${header(who, csrf)}
 <main id="main" tabindex="-1" class="narrow">
 <h1>You don't have access to the ENS console</h1>

@@ -73,6 +73,19 @@ BEGIN
             FROM unnest(clients, keys) WITH ORDINALITY AS u(c, k, i)) u
     LEFT JOIN ins ON ins.client_id = u.c AND ins.key = u.k;
 
+  -- A replay's 202 must be as durable as the first one (issue 26). The stored key may come from a
+  -- commit that is on this server only: its wait for a synchronous standby was cut off (a restart,
+  -- a terminated backend), so its caller got no answer and sent it again. A transaction that only
+  -- read commits without waiting for any standby, and so does one that only took an xid (its
+  -- commit waits only if it wrote WAL before). A transactional logical message is the smallest
+  -- write there is (one WAL record, no table touched; ignored below wal_level logical): with it
+  -- the commit writes a record after the key's and waits until the standby has it, as a first
+  -- accept waits. A batch that creates anything waits already; only batches of replays alone
+  -- pay this, and a first accept pays nothing.
+  IF 'replay' = ANY (state) THEN
+    PERFORM pg_logical_emit_message(true, 'ens.replay', '');
+  END IF;
+
   -- 2. Tenants: lock the rows the new handoffs will refer to (as their foreign key would), so a
   --    tenant deleted meanwhile refuses its items instead of failing the batch.
   SELECT array_agg(CASE WHEN u.s = 'created' AND t.id IS NULL THEN 'tenant' ELSE u.s END ORDER BY u.i) INTO state

@@ -1,8 +1,17 @@
-import { type DeadLetter } from '@ens/core';
-import { isoSql, type Db } from '@ens/core/internal';
+import { isoSql, type Db } from '../../db/pool.ts';
+import type { DeadLetter } from '../callbacks.ts';
+
+/* The console's read models of dead letters (callbacks that ran out of attempts), in groups. */
 
 /** The CLI's dead-letter shape, less created_at, which the console does not show. */
-export type DeadLetterRow = Omit<DeadLetter, 'created_at'>;
+/**
+ * A dead letter with its delivery's recipient, channel and reference, so a row says whose it is.
+ */
+export type DeadLetterRow = Omit<DeadLetter, 'created_at'> & {
+  recipient: string | null;
+  channel: string | null;
+  reference: string | null;
+};
 
 export const DEAD_PAGE = 50;
 export const GROUPS_SHOWN = 100;
@@ -25,23 +34,34 @@ export interface DeadLetterGroup {
 
 /** The group key: an md5 of the three values, computed the same way wherever a group is named. */
 const GROUP_KEY = `md5(client_id || E'\\n' || url || E'\\n' || coalesce(last_error, E'\\x01'))`;
+/** The same key where the deliveries are joined (they have a client_id and a last_error too). */
+const CALLBACKS_GROUP_KEY = GROUP_KEY.replace(/\b(client_id|url|last_error)\b/g, 'callbacks.$1');
 
 /**
- * Dead letters grouped, largest groups first, optionally of one client. Reads only dead rows,
- * through the partial index callbacks_dead (client_id, updated_at) WHERE status = 'dead'.
+ * Dead letters grouped, largest groups first, optionally of one client, with how many dead letters
+ * and how many groups there are in all (every group is formed before the largest are taken, so
+ * both totals are exact at no extra read). Reads only dead rows, through the partial index
+ * callbacks_dead (client_id, updated_at) WHERE status = 'dead'.
  */
-export async function listDeadLetterGroups(db: Db, opts: { clientId?: string }): Promise<{ groups: DeadLetterGroup[]; more: boolean; total: number }> {
-  const { rows } = await db.query<DeadLetterGroup & { total: number }>(
+export async function listDeadLetterGroups(
+  db: Db,
+  opts: { clientId?: string },
+): Promise<{ groups: DeadLetterGroup[]; more: boolean; total: number; groupsTotal: number }> {
+  const { rows } = await db.query<DeadLetterGroup & { total: number; groups_total: number }>(
     `SELECT ${GROUP_KEY} AS key, client_id, url, last_error, count(*)::int AS count, max(attempts)::int AS max_attempts,
             ${isoSql('min(updated_at)')} AS first_died, ${isoSql('max(updated_at)')} AS last_died,
-            (sum(count(*)) OVER ())::int AS total
+            (sum(count(*)) OVER ())::int AS total, (count(*) OVER ())::int AS groups_total
        FROM callbacks WHERE status = 'dead' AND ($1::text IS NULL OR client_id = $1)
       GROUP BY client_id, url, last_error
       ORDER BY count(*) DESC, max(updated_at) DESC LIMIT $2`,
     [opts.clientId ?? null, GROUPS_SHOWN + 1],
   );
-  const total = rows[0]?.total ?? 0;
-  return { groups: rows.slice(0, GROUPS_SHOWN).map(({ total: _t, ...g }) => g), more: rows.length > GROUPS_SHOWN, total };
+  return {
+    groups: rows.slice(0, GROUPS_SHOWN).map(({ total: _t, groups_total: _g, ...g }) => g),
+    more: rows.length > GROUPS_SHOWN,
+    total: rows[0]?.total ?? 0,
+    groupsTotal: rows[0]?.groups_total ?? 0,
+  };
 }
 
 /** The group named by key, or null when it has no dead letter left. */
@@ -56,9 +76,15 @@ export async function findDeadLetterGroup(db: Db, key: string): Promise<DeadLett
   return rows[0] ?? null;
 }
 
-/** The ids of a group's dead letters, to replay them (CallbackStore.replay checks each is still dead). */
+/**
+ * The ids of a group's dead letters, to replay them (CallbackStore.replay checks each is still
+ * dead).
+ */
 export async function deadLetterIdsOfGroup(db: Db, key: string): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(`SELECT id::text FROM callbacks WHERE status = 'dead' AND ${GROUP_KEY} = $1`, [key]);
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id::text FROM callbacks WHERE status = 'dead' AND ${GROUP_KEY} = $1`,
+    [key],
+  );
   return rows.map((r) => r.id);
 }
 
@@ -66,16 +92,24 @@ export async function deadLetterIdsOfGroup(db: Db, key: string): Promise<string[
  * One group's dead letters, oldest first (as `ens callbacks dead-letters` lists them), keyset-paged
  * on (updated_at, id).
  */
-export async function listDeadLetters(db: Db, opts: { group: string; after: { at: string; id: string } | null }): Promise<{ rows: DeadLetterRow[]; next: string | null }> {
+export async function listDeadLetters(
+  db: Db,
+  opts: { group: string; after: { at: string; id: string } | null },
+): Promise<{ rows: DeadLetterRow[]; next: string | null }> {
   const { rows } = await db.query<DeadLetterRow>(
-    `SELECT id::text, delivery_id::text, client_id, url, attempts, last_error, ${isoSql('updated_at')} AS updated_at
-       FROM callbacks
-      WHERE status = 'dead' AND ${GROUP_KEY} = $1
+    `SELECT callbacks.id::text, callbacks.delivery_id::text, callbacks.client_id, callbacks.url,
+            callbacks.attempts, callbacks.last_error, d.recipient, d.channel, d.reference,
+            ${isoSql('callbacks.updated_at')} AS updated_at
+       FROM callbacks LEFT JOIN deliveries d ON d.id = callbacks.delivery_id
+      WHERE callbacks.status = 'dead' AND ${CALLBACKS_GROUP_KEY} = $1
         AND ($2::timestamptz IS NULL OR (callbacks.updated_at, callbacks.id) > ($2::timestamptz, $3::uuid))
       ORDER BY callbacks.updated_at, callbacks.id LIMIT $4`,
     [opts.group, opts.after?.at ?? null, opts.after?.id ?? null, DEAD_PAGE + 1],
   );
   const page = rows.slice(0, DEAD_PAGE);
   const last = page[page.length - 1];
-  return { rows: page, next: rows.length > DEAD_PAGE && last ? `${last.updated_at}|${last.id}` : null };
+  return {
+    rows: page,
+    next: rows.length > DEAD_PAGE && last ? `${last.updated_at}|${last.id}` : null,
+  };
 }

@@ -1,5 +1,41 @@
-import { EnsError } from '@ens/core';
-import { inTransaction, isoSql, type Db } from '@ens/core/internal';
+import { EnsError } from '@ens/plugin-sdk';
+import { inTransaction, isoSql, type Db } from '../../db/pool.ts';
+import {
+  RECORD_FIELD_NAMES,
+  recordColumns,
+  type RecordFieldName,
+} from '../../domain/delivery-record.ts';
+
+/*
+ * The console's read models of deliveries: its search (a list of record rows) and one delivery's
+ * page (the whole record, with what only staff see: the handoff, the provider, the due time, the
+ * attempts, reports and callbacks). The record's fields are read with the record's own columns
+ * (domain/delivery-record.ts); the console calls a delivery's id `id`.
+ */
+
+const AS_ID = { delivery_id: 'id' } as const;
+
+const LIST_FIELDS = [
+  'delivery_id',
+  'created_at',
+  'tenant',
+  'event_type',
+  'reference',
+  'channel',
+  'recipient',
+  'status',
+  'attempts',
+  'last_error',
+] as const satisfies readonly RecordFieldName[];
+
+const SIBLING_FIELDS = [
+  'delivery_id',
+  'channel',
+  'recipient',
+  'status',
+  'attempts',
+  'last_error',
+] as const satisfies readonly RecordFieldName[];
 
 export interface DeliveryFilters {
   reference?: string;
@@ -45,7 +81,10 @@ export class SearchTooSlow extends EnsError {
  * creation order, and since/until become a range of the primary key (ens_uuid7_floor) that
  * PostgreSQL walks backwards until it has a page.
  */
-export async function searchDeliveries(db: Db, f: DeliveryFilters): Promise<{ rows: DeliveryListRow[]; next: string | null }> {
+export async function searchDeliveries(
+  db: Db,
+  f: DeliveryFilters,
+): Promise<{ rows: DeliveryListRow[]; next: string | null; total: SearchTotal | null }> {
   const where: string[] = [];
   const values: unknown[] = [];
   const add = (sql: (p: string) => string, v: unknown) => {
@@ -59,11 +98,22 @@ export async function searchDeliveries(db: Db, f: DeliveryFilters): Promise<{ ro
   if (f.channel) add((p) => `channel = ${p}`, f.channel);
   if (f.status) add((p) => `status = ${p}`, f.status);
   if (f.event_type) add((p) => `event_type = ${p}`, f.event_type);
-  if (f.since) add((p) => `deliveries.id >= ens_uuid7_floor(${p}::timestamptz) AND deliveries.created_at >= ${p}::timestamptz`, f.since);
-  if (f.until) add((p) => `deliveries.id < ens_uuid7_floor(${p}::timestamptz + interval '1 millisecond') AND deliveries.created_at < ${p}::timestamptz`, f.until);
+  if (f.since)
+    add(
+      (p) =>
+        `deliveries.id >= ens_uuid7_floor(${p}::timestamptz) AND deliveries.created_at >= ${p}::timestamptz`,
+      f.since,
+    );
+  if (f.until)
+    add(
+      (p) =>
+        `deliveries.id < ens_uuid7_floor(${p}::timestamptz + interval '1 millisecond') AND deliveries.created_at < ${p}::timestamptz`,
+      f.until,
+    );
+  const filters = { where: [...where], values: [...values] };
   if (f.after) add((p) => `deliveries.id < ${p}::uuid`, f.after);
   values.push(PAGE_SIZE + 1);
-  const sql = `SELECT id::text, ${isoSql('created_at')} AS created_at, client_id, tenant, event_type, reference, channel, recipient, status, attempts, last_error
+  const sql = `SELECT ${recordColumns('deliveries', LIST_FIELDS, AS_ID)}, deliveries.client_id
                  FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
                 ORDER BY deliveries.id DESC LIMIT $${values.length}`;
   try {
@@ -72,9 +122,39 @@ export async function searchDeliveries(db: Db, f: DeliveryFilters): Promise<{ ro
       return (await c.query<DeliveryListRow>(sql, values)).rows;
     });
     const next = rows.length > PAGE_SIZE ? rows[PAGE_SIZE - 1]!.id : null;
-    return { rows: rows.slice(0, PAGE_SIZE), next };
+    return { rows: rows.slice(0, PAGE_SIZE), next, total: await countMatches(db, filters) };
   } catch (e) {
-    if ((e as { code?: string }).code === '57014') throw new SearchTooSlow('search timed out', { cause: e });
+    if ((e as { code?: string }).code === '57014')
+      throw new SearchTooSlow('search timed out', { cause: e });
+    throw e;
+  }
+}
+
+/** How many deliveries a search matches: counted up to a bound, `atLeast` past it. */
+export interface SearchTotal {
+  n: number;
+  atLeast: boolean;
+}
+
+/** Past this many matches a search says "more than"; counting further costs a scan. */
+const COUNT_BOUND = 10_000;
+const COUNT_TIMEOUT_MS = 1000;
+
+/** The search's total (whatever page is shown), or null when counting takes too long. */
+async function countMatches(
+  db: Db,
+  f: { where: string[]; values: unknown[] },
+): Promise<SearchTotal | null> {
+  const sql = `SELECT count(*)::int AS n FROM (SELECT 1 FROM deliveries
+    ${f.where.length ? `WHERE ${f.where.join(' AND ')}` : ''} LIMIT $${f.values.length + 1}) x`;
+  try {
+    const n = await inTransaction(db, async (c) => {
+      await c.query(`SET LOCAL statement_timeout = ${COUNT_TIMEOUT_MS}`);
+      return (await c.query<{ n: number }>(sql, [...f.values, COUNT_BOUND + 1])).rows[0]!.n;
+    });
+    return n > COUNT_BOUND ? { n: COUNT_BOUND, atLeast: true } : { n, atLeast: false };
+  } catch (e) {
+    if ((e as { code?: string }).code === '57014') return null;
     throw e;
   }
 }
@@ -95,6 +175,8 @@ export interface DeliveryDetail {
   /** The other deliveries of its handoff, in id order (at most SIBLINGS_SHOWN). */
   siblings: SiblingRow[];
   siblingsMore: boolean;
+  /** How many other deliveries the handoff has, counted up to COUNT_BOUND. */
+  siblingsTotal: SearchTotal;
   attempts: Record<string, unknown>[];
   events: Record<string, unknown>[];
   callbacks: (Record<string, unknown> & { attempts_list: Record<string, unknown>[] })[];
@@ -102,7 +184,10 @@ export interface DeliveryDetail {
 
 export const SIBLINGS_SHOWN = 100;
 
-/** How long after its handoff id a handoff's delivery ids can be made: they are made in one loop, right after it. */
+/**
+ * How long after its handoff id a handoff's delivery ids can be made: they are made in one loop,
+ * right after it.
+ */
 const HANDOFF_ID_SPAN_MS = 10_000;
 
 /**
@@ -117,18 +202,18 @@ export function handoffIdsEnd(handoffId: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-0000-0000-000000000000`;
 }
 
+const SIBLINGS_WHERE =
+  'deliveries.id > $1::uuid AND deliveries.id < $3::uuid AND handoff_id = $1::uuid AND deliveries.id <> $2::uuid';
 const SIBLINGS_SQL = `
-SELECT id::text, channel, recipient, status, attempts, last_error FROM deliveries
- WHERE deliveries.id > $1::uuid AND deliveries.id < $3::uuid AND handoff_id = $1::uuid AND deliveries.id <> $2::uuid
- ORDER BY deliveries.id LIMIT $4`;
+SELECT ${recordColumns('deliveries', SIBLING_FIELDS, AS_ID)} FROM deliveries
+ WHERE ${SIBLINGS_WHERE} ORDER BY deliveries.id LIMIT $4`;
+/** The same short range of the primary key, counted (only when more than a page is there). */
+const SIBLINGS_COUNT_SQL = `SELECT count(*)::int AS n FROM (SELECT 1 FROM deliveries WHERE ${SIBLINGS_WHERE} LIMIT $4) x`;
 
 export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail | null> {
   const d = await db.query(
-    `SELECT d.id::text, d.handoff_id::text, d.client_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, d.status, d.attempts,
-            d.provider, d.provider_message_id, ${isoSql('d.created_at')} AS created_at, ${isoSql('d.updated_at')} AS updated_at,
-            ${isoSql('d.sent_at')} AS sent_at, ${isoSql('d.delivered_at')} AS delivered_at, ${isoSql('d.read_at')} AS read_at,
-            ${isoSql('d.bounced_at')} AS bounced_at, ${isoSql('d.complained_at')} AS complained_at,
-            ${isoSql('d.next_attempt_at')} AS next_attempt_at, d.last_error, h.callback_url, ${isoSql('h.created_at')} AS handoff_created_at,
+    `SELECT ${recordColumns('d', RECORD_FIELD_NAMES, AS_ID)}, d.handoff_id::text, d.client_id, d.provider,
+            ${isoSql('d.next_attempt_at')} AS next_attempt_at, h.callback_url, ${isoSql('h.created_at')} AS handoff_created_at,
             h.messages -> d.channel AS content
        FROM deliveries d JOIN handoffs h ON h.id = d.handoff_id WHERE d.id = $1`,
     [id],
@@ -156,16 +241,32 @@ export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail |
          FROM callback_attempts a JOIN callbacks c ON c.id = a.callback_id WHERE c.delivery_id = $1 ORDER BY a.callback_id, a.number`,
       [id],
     ),
-    db.query<SiblingRow>(SIBLINGS_SQL, [handoffId, id, handoffIdsEnd(handoffId), SIBLINGS_SHOWN + 1]),
+    db.query<SiblingRow>(SIBLINGS_SQL, [
+      handoffId,
+      id,
+      handoffIdsEnd(handoffId),
+      SIBLINGS_SHOWN + 1,
+    ]),
   ]);
   const { content, ...delivery } = d.rows[0];
+  const siblingsMore = siblings.rows.length > SIBLINGS_SHOWN;
+  let siblingsTotal: SearchTotal = { n: siblings.rows.length, atLeast: false };
+  if (siblingsMore) {
+    const range = [handoffId, id, handoffIdsEnd(handoffId), COUNT_BOUND + 1];
+    const n = (await db.query<{ n: number }>(SIBLINGS_COUNT_SQL, range)).rows[0]!.n;
+    siblingsTotal = n > COUNT_BOUND ? { n: COUNT_BOUND, atLeast: true } : { n, atLeast: false };
+  }
   return {
     delivery,
     content: content ?? null,
     siblings: siblings.rows.slice(0, SIBLINGS_SHOWN),
-    siblingsMore: siblings.rows.length > SIBLINGS_SHOWN,
+    siblingsMore,
+    siblingsTotal,
     attempts: attempts.rows,
     events: events.rows,
-    callbacks: callbacks.rows.map((c) => ({ ...c, attempts_list: cbAttempts.rows.filter((a) => a.callback_id === c.id) })),
+    callbacks: callbacks.rows.map((c) => ({
+      ...c,
+      attempts_list: cbAttempts.rows.filter((a) => a.callback_id === c.id),
+    })),
   };
 }

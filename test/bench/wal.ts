@@ -1,0 +1,332 @@
+/**
+ * What one delivery costs PostgreSQL over its whole life (issue 27): WAL bytes and PostgreSQL CPU
+ * per delivery, over 10,000-recipient handoffs with callbacks on, all roles in one ENS, against a
+ * fresh PostgreSQL started for the measure (fsync on). The WAL is read from the LSN before and
+ * after, then broken down with pg_walinspect by record type and by relation, with the share of
+ * full-page images; the CPU is the utime + stime of every postgres process (/proc), exited
+ * backends included. Each handoff's life is counted until it is over: every delivery sent, stamped
+ * for the feed, and its callback posted and recorded.
+ *
+ *   npm run bench:wal                        both configurations, two handoffs each
+ *   WAL_CONFIG=project|stock npm run bench:wal   one of them
+ *   WAL_N=10000 WAL_HANDOFFS=2               recipients per handoff, handoffs per database
+ *
+ * "project" is PostgreSQL as ENS starts it itself (local-engines' settings); "stock" turns those
+ * off again (wal_compression off, the default checkpoint spacing), as a PostgreSQL 15 an operator
+ * installs and leaves alone. The bench's `wal` phase runs the same (run.ts).
+ */
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { startNats, startPostgres } from '@ens/local-engines';
+import { startReceiver } from './callbacks.ts';
+import { installSignalHandlers, onCleanup, runCleanup } from './cleanup.ts';
+import { createClient, ensEnv, mintToken, provisionTenant, startEns } from './ens.ts';
+import { ensPool, handoffBody, handoffId, phones, postHandoff } from './http.ts';
+import { progress, sleep, wallMs } from './log.ts';
+
+/** PostgreSQL 15's own defaults for what local-engines sets: the "stock" configuration. */
+export const STOCK_SETTINGS = {
+  wal_compression: 'off',
+  checkpoint_timeout: '5min',
+  max_wal_size: '1GB',
+} as const;
+
+export type WalConfig = 'project' | 'stock';
+
+export interface WalBreakdownRow {
+  name: string;
+  records: number;
+  /** Record bytes including their full-page images. */
+  bytes: number;
+  fpiBytes: number;
+}
+
+export interface WalHandoff {
+  n: number;
+  /** From the POST to the last callback recorded. */
+  ms: number;
+  walBytes: number;
+  pgCpuSeconds: number;
+}
+
+export interface WalMeasure {
+  config: WalConfig;
+  settings: Record<string, string>;
+  handoffs: WalHandoff[];
+  deliveries: number;
+  walBytes: number;
+  fpiBytes: number;
+  pgCpuSeconds: number;
+  byRecord: WalBreakdownRow[];
+  byRelation: WalBreakdownRow[];
+}
+
+const CLK_TCK = 100;
+
+/** WAL_SETTINGS=name=value,...: more server settings, for experiments (checkpoint spacing, ...). */
+function extraSettings(): Record<string, string> {
+  const list = process.env.WAL_SETTINGS?.split(',').filter(Boolean) ?? [];
+  return Object.fromEntries(
+    list.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
+/** CPU seconds of a process and its descendants, exited (reaped) ones included. */
+async function treeCpuSeconds(root: number): Promise<number> {
+  const pids = (await readdir('/proc')).filter((n) => /^\d+$/.test(n));
+  const stats = await Promise.all(
+    pids.map((p) => readFile(`/proc/${p}/stat`, 'utf8').catch(() => null)),
+  );
+  const kids = new Map<number, { pid: number; own: number; reaped: number }[]>();
+  const byPid = new Map<number, { pid: number; own: number; reaped: number }>();
+  for (const s of stats) {
+    if (!s) continue;
+    const pid = Number(s.slice(0, s.indexOf(' ')));
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    const p = {
+      pid,
+      own: (Number(f[11]) + Number(f[12])) / CLK_TCK,
+      reaped: (Number(f[13]) + Number(f[14])) / CLK_TCK,
+    };
+    byPid.set(pid, p);
+    const ppid = Number(f[1]);
+    kids.set(ppid, [...(kids.get(ppid) ?? []), p]);
+  }
+  let sum = 0;
+  const stack = [byPid.get(root)].filter((p) => p !== undefined);
+  while (stack.length) {
+    const p = stack.pop()!;
+    sum += p.own + p.reaped;
+    stack.push(...(kids.get(p.pid) ?? []));
+  }
+  return sum;
+}
+
+async function lsn(db: pg.Pool): Promise<string> {
+  return (await db.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0]!.l;
+}
+
+/** Waits until nothing of the handoff is left to do: sent, stamped, called back. */
+async function waitOver(db: pg.Pool, handoff: string, timeoutMs = 300_000): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    const { rows } = await db.query<{ busy: boolean }>(
+      `SELECT EXISTS (SELECT FROM deliveries WHERE handoff_id = $1 AND (status = 'pending' OR stamp_pending))
+           OR EXISTS (SELECT FROM callbacks WHERE status = 'pending') AS busy`,
+      [handoff],
+    );
+    if (!rows[0]!.busy) return;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`handoff ${handoff} not over after 300 s`);
+    await sleep(100);
+  }
+}
+
+/**
+ * Record bytes grouped by resource manager/record type, and by the relation of the record's first
+ * block (indexes named as such; records without a block, commits for instance, under "-").
+ */
+async function breakdown(
+  db: pg.Pool,
+  from: string,
+  to: string,
+): Promise<{ byRecord: WalBreakdownRow[]; byRelation: WalBreakdownRow[] }> {
+  const byRecord = await db.query<WalBreakdownRow>(
+    `SELECT "resource_manager/record_type" AS name, count::int AS records,
+            combined_size::float8 AS bytes, fpi_size::float8 AS "fpiBytes"
+       FROM pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, per_record => true)
+      WHERE count > 0 ORDER BY combined_size DESC`,
+    [from, to],
+  );
+  const byRelation = await db.query<WalBreakdownRow>(
+    `SELECT coalesce(c.relname, w.rel, '-') || ' ' || w.kind AS name, count(*)::int AS records,
+            sum(w.record_length)::float8 AS bytes, sum(w.fpi_length)::float8 AS "fpiBytes"
+       FROM (SELECT record_length, fpi_length, resource_manager || '/' || record_type AS kind,
+                    substring(block_ref from 'rel \\d+/\\d+/(\\d+)') AS rel
+               FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)) w
+       LEFT JOIN pg_class c ON c.relfilenode::text = w.rel
+      GROUP BY 1 ORDER BY 3 DESC`,
+    [from, to],
+  );
+  return { byRecord: byRecord.rows, byRelation: byRelation.rows };
+}
+
+/**
+ * One configuration: a fresh PostgreSQL and NATS, an all-roles ENS (from source), a callback
+ * receiver, then `handoffs` handoffs of `n` sms recipients each, one after the other.
+ */
+export async function measureWal(o: {
+  config: WalConfig;
+  n: number;
+  handoffs: number;
+}): Promise<WalMeasure> {
+  const root = await mkdtemp(path.join(os.tmpdir(), `ens-wal-${o.config}-`));
+  const cleanups: (() => Promise<void>)[] = [];
+  const cleanup = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => {});
+    await rm(root, { recursive: true, force: true });
+  };
+  const undo = onCleanup(`wal measure ${o.config}`, cleanup);
+  try {
+    const { chmod, mkdir } = await import('node:fs/promises');
+    await chmod(root, 0o755);
+    await mkdir(path.join(root, 'nats'));
+    const postgres = await startPostgres({
+      dataDir: path.join(root, 'pg'),
+      fsync: true,
+      settings: { ...(o.config === 'stock' ? STOCK_SETTINGS : {}), ...extraSettings() },
+    });
+    cleanups.push(() => postgres.stop());
+    const nats = await startNats({ storeDir: path.join(root, 'nats') });
+    cleanups.push(() => nats.stop());
+    const db = new pg.Pool({ connectionString: postgres.url, max: 2, application_name: 'wal' });
+    db.on('error', () => {});
+    cleanups.push(() => db.end());
+    await db.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+    const settings = Object.fromEntries(
+      (
+        await db.query<{ name: string; setting: string }>(
+          `SELECT name, setting || coalesce(unit, '') AS setting FROM pg_settings
+            WHERE name IN ('wal_compression', 'synchronous_commit', 'checkpoint_timeout', 'max_wal_size', 'full_page_writes',
+                           'fsync', 'shared_buffers', 'server_version')`,
+        )
+      ).rows.map((r) => [r.name, r.setting]),
+    );
+    const env = ensEnv({
+      databaseUrl: postgres.url,
+      natsUrl: nats.url,
+      dataDir: path.join(root, 'ens'),
+    });
+    const fromSource = ['--conditions=ens-source', '--import=tsx'];
+    const ens = await startEns({ name: `wal-${o.config}`, env, nodeArgs: fromSource });
+    cleanups.push(() => ens.stop());
+    const client = await createClient(env, 'wal', fromSource);
+    const token = await mintToken(ens.baseUrl, client);
+    await provisionTenant(ens.baseUrl, token, 'bench');
+    const receiver = await startReceiver();
+    cleanups.push(() => receiver.stop());
+    const http = ensPool(ens.baseUrl, 1);
+    cleanups.push(() => http.close());
+    // Settle: the migrations' and the start's writes, and a checkpoint, are not the deliveries'.
+    await db.query('CHECKPOINT');
+    await sleep(1_000);
+
+    const startLsn = await lsn(db);
+    const handoffs: WalHandoff[] = [];
+    for (let h = 0; h < o.handoffs; h++) {
+      const { done } = await receiver.expect(o.n);
+      const lsn0 = await lsn(db);
+      const cpu0 = await treeCpuSeconds(postgres.pid!);
+      const t0 = wallMs();
+      const body = handoffBody(phones(o.n, h * o.n), {
+        eventType: 'wal',
+        callbackUrl: receiver.url,
+      });
+      const id = handoffId(await postHandoff(http.pool, token, body));
+      await done;
+      await waitOver(db, id);
+      const ms = wallMs() - t0;
+      const cpu1 = await treeCpuSeconds(postgres.pid!);
+      const lsn1 = await lsn(db);
+      const walBytes = Number(
+        (await db.query<{ d: string }>('SELECT pg_wal_lsn_diff($1, $2)::text AS d', [lsn1, lsn0]))
+          .rows[0]!.d,
+      );
+      handoffs.push({ n: o.n, ms, walBytes, pgCpuSeconds: cpu1 - cpu0 });
+      progress(
+        `wal ${o.config}: handoff ${h + 1}: ${(walBytes / o.n / 1024).toFixed(2)} KB WAL and ` +
+          `${(((cpu1 - cpu0) / o.n) * 1000).toFixed(3)} ms PostgreSQL CPU per delivery, ${(ms / 1000).toFixed(1)} s`,
+      );
+    }
+    const endLsn = await lsn(db);
+    // pg_walinspect reads only flushed WAL; the WAL writer flushes within wal_writer_delay.
+    for (let i = 0; i < 50; i++) {
+      const { rows } = await db.query<{ ok: boolean }>(
+        'SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn AS ok',
+        [endLsn],
+      );
+      if (rows[0]!.ok) break;
+      await sleep(100);
+    }
+    const { byRecord, byRelation } = await breakdown(db, startLsn, endLsn);
+    const deliveries = o.n * o.handoffs;
+    return {
+      config: o.config,
+      settings,
+      handoffs,
+      deliveries,
+      walBytes: handoffs.reduce((a, h) => a + h.walBytes, 0),
+      fpiBytes: byRecord.reduce((a, r) => a + r.fpiBytes, 0),
+      pgCpuSeconds: handoffs.reduce((a, h) => a + h.pgCpuSeconds, 0),
+      byRecord,
+      byRelation,
+    };
+  } finally {
+    await undo();
+  }
+}
+
+const kb = (bytes: number, n: number) => (bytes / n / 1024).toFixed(2);
+
+/** A Markdown account of one measure: totals, per handoff, and the two breakdowns (top rows). */
+export function formatWal(m: WalMeasure, top = Number(process.env.WAL_TOP ?? 25)): string {
+  const n = m.deliveries;
+  const table = (title: string, rows: WalBreakdownRow[]) => [
+    `| ${title} | records/delivery | bytes/delivery | of which FPI | share |`,
+    '| --- | --- | --- | --- | --- |',
+    ...rows
+      .slice(0, top)
+      .map(
+        (r) =>
+          `| ${r.name} | ${(r.records / n).toFixed(2)} | ${(r.bytes / n).toFixed(0)} | ${(r.fpiBytes / n).toFixed(0)} | ${((100 * r.bytes) / m.walBytes).toFixed(1)} % |`,
+      ),
+  ];
+  return [
+    `**${m.config}** (${Object.entries(m.settings)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')}): ${m.handoffs.length} × ${m.handoffs[0]?.n ?? 0} deliveries, ` +
+      `**${kb(m.walBytes, n)} KB WAL/delivery** (full-page images ${((100 * m.fpiBytes) / m.walBytes).toFixed(1)} %), ` +
+      `**${((m.pgCpuSeconds / n) * 1000).toFixed(3)} ms PostgreSQL CPU/delivery**; per handoff: ` +
+      m.handoffs
+        .map(
+          (h) =>
+            `${kb(h.walBytes, h.n)} KB, ${((h.pgCpuSeconds / h.n) * 1000).toFixed(3)} ms, ${(h.ms / 1000).toFixed(1)} s`,
+        )
+        .join('; '),
+    '',
+    ...table('record type', m.byRecord),
+    '',
+    ...table('relation (first block) and record type', m.byRelation),
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  installSignalHandlers();
+  const configs = (process.env.WAL_CONFIG ?? 'project,stock').split(',') as WalConfig[];
+  const n = Number(process.env.WAL_N ?? 10_000);
+  const handoffs = Number(process.env.WAL_HANDOFFS ?? 2);
+  const out: string[] = [];
+  try {
+    for (const config of configs) {
+      if (config !== 'project' && config !== 'stock')
+        throw new Error(`WAL_CONFIG: ${config} is neither project nor stock`);
+      const m = await measureWal({ config, n, handoffs });
+      out.push(formatWal(m));
+    }
+  } finally {
+    await runCleanup();
+  }
+  process.stdout.write(`${out.join('\n\n')}\n`);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      progress(`wal FAILED: ${(err as Error).stack ?? String(err)}`);
+      process.exit(1);
+    },
+  );
+}
