@@ -102,10 +102,15 @@ t.test(
       waited < TIMEOUT_MS,
       `the other client's callback came within one post timeout (${waited} ms < ${TIMEOUT_MS} ms)`,
     );
-    t.ok(
-      (await deferred()) - deferredBefore >= 1_000,
-      "the hanging client's wake-ups were handed back (ens_callbacks_deferred_total)",
+    // Parked wake-ups are handed back once their client's posts count as slow, which need not
+    // all have happened by the moment the other client's callback arrives (under load, 2 runs in 12
+    // saw fewer than 1,000 then; 14 runs that printed the count saw 1,372-1,608).
+    await waitFor(
+      async () => (await deferred()) - deferredBefore >= 1_000,
+      5_000,
+      "the hanging client's wake-ups to be handed back (ens_callbacks_deferred_total)",
     );
+    t.pass("the hanging client's wake-ups were handed back (ens_callbacks_deferred_total)");
     // Handed back for a while, they must not look lost to the sweeper, which would wake them again.
     const heldOff = async () => {
       const { rows } = await svc.rt.db.query<{ n: number }>(
