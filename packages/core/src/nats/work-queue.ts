@@ -12,9 +12,9 @@ import { registerLoop } from './loop-health.ts';
 
 export interface WorkQueueConsumer {
   /**
-   * Stops pulling, and returns once the server holds no pull of this loop (filled, expired: at
-   * most a pull's expiry, 2 s) and knows it stopped listening: from then on nothing more comes to this
-   * process, and what came meanwhile is handed back (hand-back.ts). Work held elsewhere in the
+   * Stops pulling, and returns once the server holds no pull of this loop (filled, or expired: at
+   * most a pull's expiry, 2 s) and knows it stopped listening: from then on nothing more comes to
+   * this process, and what came meanwhile is handed back (hand-back.ts). Work held elsewhere in the
    * process can then be handed back too, to other processes only.
    */
   stopIntake(): Promise<void>;
@@ -232,8 +232,8 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
   });
   // A loop that holds all it may has no pull out, so a leader change costs it nothing; one with
   // room has a pull on the old leader, which will never answer. A loop waiting to attach again, or
-  // attaching while the consumer had no leader (which answers only with a timeout, a pull's expiry later),
-  // tries at once: the consumer has a leader to ask.
+  // attaching while the consumer had no leader (which answers only with a timeout, a pull's expiry
+  // later), tries at once: the consumer has a leader to ask.
   let attachingElected: (() => void) | null = null;
   const elected: Subscription | undefined = opts.nc?.subscribe(
     `$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.${stream}.${durable}`,
@@ -498,8 +498,8 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
  * loop, which handles it, or hands it back when stopping (hand-back.ts). Meanwhile the library must
  * not ask for more: the server would send it to an inbox nobody listens on.
  *
- * Draining alone still lost 1 message in 1,000 now and then (CI on Node 20; 1 run in 7 here beside
- * three busy loops; the pull-again case once in a quiet run), with the drain confirmed in
+ * Draining alone still lost 1 message in 1,000 now and then (CI on Node 20; 2 runs in 15 here
+ * beside three busy loops; the pull-again case once in a quiet run), with the drain confirmed in
  * milliseconds: the server checks a pull's interest when it picks the pull for a message and sends
  * it later, from another goroutine, so an unsubscribe that lands between the two leaves the message
  * sent to no one. So an attachment being ended first waits, still listening, for its pulls to end
