@@ -290,6 +290,9 @@ ${ruleForm(csrf, v, e, r)}`;
 
 export function alertRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const store = new AlertStore(deps.rt.db);
+  /** An id that names no rule (deleted meanwhile, or never one): back to the list, saying so. */
+  const noSuchRule = (reply: FastifyReply, what = 'That rule does not exist (deleted?).') =>
+    redirectWithFlash(reply, deps, '/ops/alerts', what);
 
   const render = async (
     req: FastifyRequest,
@@ -418,12 +421,7 @@ ${pager(firings.length > PAGE ? firingsPage[firingsPage.length - 1]!.id : null, 
         ? await store.update(req.params.id, rule, who.actor)
         : null;
       if (!changed)
-        return redirectWithFlash(
-          reply,
-          deps,
-          '/ops/alerts',
-          'That rule does not exist (deleted?); nothing was saved.',
-        );
+        return noSuchRule(reply, 'That rule does not exist (deleted?); nothing was saved.');
       const before = valuesOf(changed.before) as Record<string, string>;
       const after = valuesOf(changed.after) as Record<string, string>;
       const diff = Object.fromEntries(
@@ -463,13 +461,7 @@ ${pager(firings.length > PAGE ? firingsPage[firingsPage.length - 1]!.id : null, 
       const rule = RULE_ID.test(req.params.id)
         ? await store.mute(req.params.id, minutes, who.actor)
         : null;
-      if (!rule)
-        return redirectWithFlash(
-          reply,
-          deps,
-          '/ops/alerts',
-          'That rule does not exist (deleted?).',
-        );
+      if (!rule) return noSuchRule(reply);
       await deps.audit.write({
         ...who,
         action: 'alert_rule.mute',
@@ -490,13 +482,7 @@ ${pager(firings.length > PAGE ? firingsPage[firingsPage.length - 1]!.id : null, 
     { preHandler: app.csrfProtection },
     async (req, reply) => {
       const rule = RULE_ID.test(req.params.id) ? await store.unmute(req.params.id) : null;
-      if (!rule)
-        return redirectWithFlash(
-          reply,
-          deps,
-          '/ops/alerts',
-          'That rule does not exist (deleted?).',
-        );
+      if (!rule) return noSuchRule(reply);
       await deps.audit.write({ ...actorOf(req), action: 'alert_rule.unmute', target: rule.id });
       return redirectWithFlash(reply, deps, backTo(req, rule.id), `Rule "${rule.name}" unmuted.`);
     },
@@ -507,13 +493,7 @@ ${pager(firings.length > PAGE ? firingsPage[firingsPage.length - 1]!.id : null, 
     { preHandler: app.csrfProtection },
     async (req, reply) => {
       const rule = RULE_ID.test(req.params.id) ? await store.rule(req.params.id) : null;
-      if (!rule)
-        return redirectWithFlash(
-          reply,
-          deps,
-          '/ops/alerts',
-          'That rule does not exist (deleted?).',
-        );
+      if (!rule) return noSuchRule(reply);
       let error: string | null = null;
       try {
         await sendTestNotice(deps.rt, rule);
@@ -544,13 +524,7 @@ ${pager(firings.length > PAGE ? firingsPage[firingsPage.length - 1]!.id : null, 
     { preHandler: app.csrfProtection },
     async (req, reply) => {
       const deleted = RULE_ID.test(req.params.id) ? await store.delete(req.params.id) : null;
-      if (!deleted)
-        return redirectWithFlash(
-          reply,
-          deps,
-          '/ops/alerts',
-          'That rule does not exist (already deleted?).',
-        );
+      if (!deleted) return noSuchRule(reply, 'That rule does not exist (already deleted?).');
       await deps.audit.write({
         ...actorOf(req),
         action: 'alert_rule.delete',
