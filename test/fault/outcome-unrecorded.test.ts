@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { startTestService, uniqueKey, waitFor, type TestService } from '../harness/service.ts';
 
 /*
@@ -20,38 +20,49 @@ async function count(svc: TestService, sql: string): Promise<number> {
   return Number((await svc.rt.db.query<{ n: string }>(sql)).rows[0]!.n);
 }
 
+/**
+ * A service whose worker has SENDS sms sends in flight (each answering after SEND_DELAY_MS), with
+ * the lease and sweeper grace the soak ran with: a lost outcome must not cost the lease.
+ */
+async function sendsInFlight(
+  t: Test,
+  { recipientPrefix, eventType }: { recipientPrefix: string; eventType: string },
+): Promise<TestService> {
+  const svc = await startTestService(t, {
+    env: {
+      ENS_LEASE: '60s',
+      ENS_SWEEP_GRACE: '30s',
+      ENS_WORKER_CONCURRENCY: String(SENDS),
+      ENS_PROVIDER_CONFIG: JSON.stringify({
+        '@ens/plugin-sandbox': { sendDelayMs: SEND_DELAY_MS },
+      }),
+    },
+  });
+  const client = await svc.createClient();
+  await svc.tenant(client, 'pg');
+  const recipients = Array.from({ length: SENDS }, (_, i) => `${recipientPrefix}${1000 + i}`);
+  const r = await svc.send(
+    client,
+    {
+      tenant: 'pg',
+      event_type: eventType,
+      messages: [{ channel: 'sms', recipients, content: { kind: 'rendered', body: 'x' } }],
+    },
+    uniqueKey(eventType),
+  );
+  t.equal(r.status, 202);
+  await waitFor(
+    async () =>
+      (await count(svc, 'SELECT count(*) AS n FROM attempts WHERE outcome IS NULL')) === SENDS,
+    20_000,
+    'every send in flight',
+  );
+  return svc;
+}
+
 for (const fault of ['stopped', 'killed with -9'] as const) {
   t.test(`PostgreSQL ${fault} while sends are in flight`, async (t) => {
-    const svc = await startTestService(t, {
-      env: {
-        // The defaults the soak ran with: a lost outcome must not cost the lease.
-        ENS_LEASE: '60s',
-        ENS_SWEEP_GRACE: '30s',
-        ENS_WORKER_CONCURRENCY: String(SENDS),
-        ENS_PROVIDER_CONFIG: JSON.stringify({
-          '@ens/plugin-sandbox': { sendDelayMs: SEND_DELAY_MS },
-        }),
-      },
-    });
-    const client = await svc.createClient();
-    await svc.tenant(client, 'pg');
-    const recipients = Array.from({ length: SENDS }, (_, i) => `+1555800${1000 + i}`);
-    const r = await svc.send(
-      client,
-      {
-        tenant: 'pg',
-        event_type: 'pg.away',
-        messages: [{ channel: 'sms', recipients, content: { kind: 'rendered', body: 'x' } }],
-      },
-      uniqueKey('pg-outcome'),
-    );
-    t.equal(r.status, 202);
-    await waitFor(
-      async () =>
-        (await count(svc, 'SELECT count(*) AS n FROM attempts WHERE outcome IS NULL')) === SENDS,
-      20_000,
-      'every send in flight',
-    );
+    const svc = await sendsInFlight(t, { recipientPrefix: '+1555800', eventType: 'pg.away' });
     // A claim commits asynchronously: let it reach the disk, so that a kill -9 keeps the lease
     // (the case that waited for it).
     await svc.rt.db.query('CHECKPOINT');
@@ -157,35 +168,7 @@ t.test('PostgreSQL stopped while callback posts are in flight', async (t) => {
 t.test(
   'claims lost with the commits a crash dropped: the sends are made again at once',
   async (t) => {
-    const svc = await startTestService(t, {
-      env: {
-        ENS_LEASE: '60s',
-        ENS_SWEEP_GRACE: '30s',
-        ENS_WORKER_CONCURRENCY: String(SENDS),
-        ENS_PROVIDER_CONFIG: JSON.stringify({
-          '@ens/plugin-sandbox': { sendDelayMs: SEND_DELAY_MS },
-        }),
-      },
-    });
-    const client = await svc.createClient();
-    await svc.tenant(client, 'pg');
-    const recipients = Array.from({ length: SENDS }, (_, i) => `+1555802${1000 + i}`);
-    const r = await svc.send(
-      client,
-      {
-        tenant: 'pg',
-        event_type: 'pg.lost',
-        messages: [{ channel: 'sms', recipients, content: { kind: 'rendered', body: 'x' } }],
-      },
-      uniqueKey('pg-lost-claim'),
-    );
-    t.equal(r.status, 202);
-    await waitFor(
-      async () =>
-        (await count(svc, 'SELECT count(*) AS n FROM attempts WHERE outcome IS NULL')) === SENDS,
-      20_000,
-      'every send in flight',
-    );
+    const svc = await sendsInFlight(t, { recipientPrefix: '+1555802', eventType: 'pg.lost' });
     // Claims commit asynchronously: a crash or a failover to an asynchronous standby can drop the
     // last ones. Undone here as that loss leaves them: the row as before its claim, no attempt.
     await svc.rt.db.query(
