@@ -217,14 +217,17 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
     void pumping.finally(() => pumps.delete(pumping));
     return pumping;
   };
-  const retirements = new Set<Promise<void>>();
-  const retired = new WeakSet<ConsumerMessages>();
+  /** Attachments being ended, until their pulls have ended and they are stopped. */
+  const retiring = new Map<ConsumerMessages, Promise<void>>();
   const retire = (messages: ConsumerMessages) => {
-    if (retired.has(messages)) return;
-    retired.add(messages);
-    const done = unsubscribeFromServer(messages).finally(() => messages.stop());
-    retirements.add(done);
-    void done.finally(() => retirements.delete(done));
+    if (retiring.has(messages)) return;
+    retiring.set(
+      messages,
+      unsubscribeFromServer(messages).finally(() => {
+        messages.stop();
+        retiring.delete(messages);
+      }),
+    );
   };
   opts.onReconnect?.(() => {
     restart('NATS reconnected', 'again');
@@ -470,7 +473,7 @@ export async function consumeWorkQueue(opts: WorkQueueOptions): Promise<WorkQueu
       wakeRetry?.();
       attachmentEnded?.();
       if (current) retire(current);
-      await Promise.all(retirements);
+      await Promise.all(retiring.values());
     })();
     return intakeStopped;
   };
