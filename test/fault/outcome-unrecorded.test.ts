@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { startTestService, uniqueKey, waitFor, type TestService } from '../harness/service.ts';
+import { OPEN_ATTEMPTS_SQL } from '../harness/soak-measures.ts';
 
 /*
  * Issue 26: a send that ends while PostgreSQL is away cannot record its outcome. It was nak'ed,
@@ -52,8 +53,7 @@ async function sendsInFlight(
   );
   t.equal(r.status, 202);
   await waitFor(
-    async () =>
-      (await count(svc, 'SELECT count(*) AS n FROM attempts WHERE outcome IS NULL')) === SENDS,
+    async () => (await count(svc, OPEN_ATTEMPTS_SQL)) === SENDS,
     20_000,
     'every send in flight',
   );
@@ -170,13 +170,14 @@ t.test(
   async (t) => {
     const svc = await sendsInFlight(t, { recipientPrefix: '+1555802', eventType: 'pg.lost' });
     // Claims commit asynchronously: a crash or a failover to an asynchronous standby can drop the
-    // last ones. Undone here as that loss leaves them: the row as before its claim, no attempt.
-    await svc.rt.db.query(
-      `WITH a AS (DELETE FROM attempts WHERE outcome IS NULL RETURNING delivery_id)
-     UPDATE deliveries d SET lease_until = NULL, attempts = d.attempts - 1,
-            version = d.version - 1, claimed_by = NULL
-       FROM a WHERE d.id = a.delivery_id`,
+    // last ones. Undone here as that loss leaves them: the row as before its claim (a first
+    // attempt: no provider yet), no attempt.
+    const undone = await svc.rt.db.query(
+      `UPDATE deliveries d SET lease_until = NULL, attempts = d.attempts - 1, version = d.version - 1,
+            claimed_by = NULL, claimed_at = NULL, provider = NULL
+      WHERE d.status = 'pending' AND d.lease_until IS NOT NULL`,
     );
+    t.equal(undone.rowCount, SENDS, 'every send in flight had its claim undone');
     const lostAt = Date.now();
     await waitFor(
       async () =>

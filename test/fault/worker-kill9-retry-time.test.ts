@@ -1,6 +1,7 @@
 import t from 'tap';
 import { slowSandbox, workerBench } from '../harness/worker-processes.ts';
 import { waitFor } from '../harness/service.ts';
+import { OPEN_ATTEMPTS_SQL } from '../harness/soak-measures.ts';
 
 /*
  * Issue 26: a worker process killed with -9 costs seconds, not the lease. With the defaults
@@ -20,15 +21,14 @@ t.test(
     });
     const ids = await bench.accept(50);
     await waitFor(
-      async () =>
-        (await bench.count('SELECT count(*) AS n FROM attempts WHERE outcome IS NULL')) >= 20,
+      async () => (await bench.count(OPEN_ATTEMPTS_SQL)) >= 20,
       20_000,
       '20 sends in flight',
     );
     // The worker that takes over runs before the fault, as in a deployment.
     await bench.worker();
     await new Promise((r) => setTimeout(r, 6_000));
-    const inFlight = await bench.count('SELECT count(*) AS n FROM attempts WHERE outcome IS NULL');
+    const inFlight = await bench.count(OPEN_ATTEMPTS_SQL);
     const pending = await bench.count(
       `SELECT count(*) AS n FROM deliveries WHERE status = 'pending'`,
     );

@@ -2,6 +2,7 @@ import t from 'tap';
 import { spawnEns } from '../harness/ens-process.ts';
 import { startReceiver } from '../harness/receiver.ts';
 import { startTestService, uniqueKey, waitFor } from '../harness/service.ts';
+import { OPEN_ATTEMPTS_SQL } from '../harness/soak-measures.ts';
 
 /*
  * DESIGN invariant 1: a worker killed mid-send strands nothing. The worker runs in its own
@@ -52,7 +53,7 @@ t.test(
       30_000,
       'the first worker to make progress',
     );
-    const openAtKill = await count('SELECT count(*) AS n FROM attempts WHERE outcome IS NULL');
+    const openAtKill = await count(OPEN_ATTEMPTS_SQL);
     await first.kill9();
     t.ok(openAtKill > 0, `the worker was killed with ${openAtKill} attempts in flight`);
     const pendingAtKill = await count(
@@ -97,11 +98,7 @@ t.test(
     );
     const lost = perDelivery.rows.reduce((n, r) => n + Number(r.lost), 0);
     t.ok(lost > 0, `the attempts cut off by the kill are recorded as lost (${lost})`);
-    t.equal(
-      await count('SELECT count(*) AS n FROM attempts WHERE outcome IS NULL'),
-      0,
-      'no attempt is left open',
-    );
+    t.equal(await count(OPEN_ATTEMPTS_SQL), 0, 'no attempt is left open');
     // Exactly one callback per delivery, each posted once.
     await waitFor(async () => receiver.posts.length >= ids.length, 20_000, 'callbacks');
     const posted = new Map<string, number>();

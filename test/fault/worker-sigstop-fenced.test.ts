@@ -1,6 +1,7 @@
 import t from 'tap';
 import { slowSandbox, workerBench } from '../harness/worker-processes.ts';
 import { waitFor } from '../harness/service.ts';
+import { OPEN_ATTEMPTS_SQL } from '../harness/soak-measures.ts';
 
 /*
  * Issue 26: a worker paused (SIGSTOP: a long GC pause, a frozen VM, a stopped container) is
@@ -21,8 +22,7 @@ t.test(
     const pid = paused.child.pid!;
     const ids = await bench.accept(10);
     await waitFor(
-      async () =>
-        (await bench.count('SELECT count(*) AS n FROM attempts WHERE outcome IS NULL')) === 10,
+      async () => (await bench.count(OPEN_ATTEMPTS_SQL)) === 10,
       20_000,
       'the paused worker to have 10 sends in flight',
     );
@@ -68,11 +68,7 @@ t.test(
       )
     ).rows.filter((r) => r.version !== versions.get(r.id));
     t.same(moved, [], 'the resumed worker changed no delivery');
-    t.equal(
-      await bench.count('SELECT count(*) AS n FROM attempts WHERE outcome IS NULL'),
-      0,
-      'no attempt is left open',
-    );
+    t.equal(await bench.count(OPEN_ATTEMPTS_SQL), 0, 'no attempt is left open');
     await waitFor(
       async () =>
         (await bench.count(`SELECT count(*) AS n FROM process_sessions WHERE pid = ${pid}`)) === 1,

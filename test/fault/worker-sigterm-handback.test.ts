@@ -1,6 +1,7 @@
 import t from 'tap';
 import { slowSandbox, workerBench } from '../harness/worker-processes.ts';
 import { waitFor } from '../harness/service.ts';
+import { OPEN_ATTEMPTS_SQL } from '../harness/soak-measures.ts';
 
 /*
  * Issue 26: SIGTERM (a rolling deploy, a scale-down) stops a worker's intake at once and hands back
@@ -16,8 +17,7 @@ t.test('SIGTERM: held work is handed back at once, in-flight sends finish', asyn
   });
   const ids = await bench.accept(40);
   await waitFor(
-    async () =>
-      (await bench.count('SELECT count(*) AS n FROM attempts WHERE outcome IS NULL')) === 5,
+    async () => (await bench.count(OPEN_ATTEMPTS_SQL)) === 5,
     20_000,
     '5 sends in flight',
   );

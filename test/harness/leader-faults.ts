@@ -134,7 +134,8 @@ export async function worstFirstAttemptGap(
     `SELECT id, recipients, created, first FROM (
        SELECT d.id, (SELECT count(*) FROM deliveries o WHERE o.handoff_id = d.handoff_id) AS recipients,
               extract(epoch FROM d.created_at) * 1000 AS created,
-              extract(epoch FROM coalesce(min(a.started_at), now())) * 1000 AS first
+              -- an attempt in flight has no row yet (migration 017): its claim's time is on the row
+              extract(epoch FROM coalesce(least(min(a.started_at), d.claimed_at), now())) * 1000 AS first
          FROM deliveries d LEFT JOIN attempts a ON a.delivery_id = d.id
         WHERE d.created_at >= to_timestamp($1::float8 / 1000)
         GROUP BY d.id) g

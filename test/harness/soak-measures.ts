@@ -198,14 +198,15 @@ export async function stallsIn(
     url,
     `SELECT * FROM (
      SELECT d.channel, 'first attempt' AS kind, extract(epoch FROM d.created_at) * 1000 AS created,
-            extract(epoch FROM coalesce(min(a.started_at), now())) * 1000 AS first
+            -- an attempt in flight has no row yet (migration 017): its claim's time is on the row
+            extract(epoch FROM coalesce(least(min(a.started_at), d.claimed_at), now())) * 1000 AS first
        FROM deliveries d LEFT JOIN attempts a ON a.delivery_id = d.id
       WHERE d.created_at >= to_timestamp($1::float8 / 1000)
         AND d.created_at < to_timestamp($2::float8 / 1000)
       GROUP BY d.id
      -- One that ended without an attempt (suppressed) never waited for one.
      HAVING (count(a.delivery_id) > 0 OR d.status = 'pending')
-        AND coalesce(min(a.started_at), now()) - d.created_at >= $3 * interval '1 millisecond'
+        AND coalesce(least(min(a.started_at), d.claimed_at), now()) - d.created_at >= $3 * interval '1 millisecond'
      UNION ALL
      -- A retry waits for its back-off (ENS_RETRY_BACKOFF, under a second here), then its next.
      SELECT d.channel, 'retry', extract(epoch FROM p.finished_at) * 1000,
@@ -267,3 +268,10 @@ export async function firstSendAfter(url: string, at: number): Promise<number> {
   );
   return row?.ms == null ? Number.NaN : Number(row.ms) - at;
 }
+
+/**
+ * Attempts in flight: an attempt's row is written when it ends (migration 017), so an attempt in
+ * flight is its delivery's open claim (pending, its lease set, expired or not, until an outcome or
+ * a later transition ends it).
+ */
+export const OPEN_ATTEMPTS_SQL = `SELECT count(*) AS n FROM deliveries WHERE status = 'pending' AND lease_until IS NOT NULL`;

@@ -15,6 +15,7 @@ import {
   type WakeupTarget,
 } from '../nats/wakeups.ts';
 import { CHANNEL_RULES } from '../domain/channels.ts';
+import { lostAttemptsSql } from './attempt-rows.ts';
 import { CALLBACK_FIELDS, recordColumns } from '../domain/delivery-record.ts';
 import { formatTimestamp } from '../timestamps.ts';
 import {
@@ -116,6 +117,24 @@ const FINISHES_IN_FLIGHT = 2;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/**
+ * The row as a transition found it, for its RETURNING list: was an attempt left open, by which
+ * provider, since when? A statement does not see its own changes, so this reads the version it
+ * replaced (by primary key, one probe per row).
+ */
+const OPEN_BEFORE_RETURNING = `(SELECT o.lease_until IS NOT NULL FROM deliveries o WHERE o.id = d.id) AS open_before,
+  (SELECT o.provider FROM deliveries o WHERE o.id = d.id) AS provider_before,
+  (SELECT o.claimed_at FROM deliveries o WHERE o.id = d.id) AS claimed_at_before`;
+
+/** What a lost attempt says when a later transition found its claim's lease run out. */
+const LAPSED_CLAIM_ERROR = 'worker stopped during the attempt';
+
+interface OpenBefore {
+  open_before: boolean;
+  provider_before: string | null;
+  claimed_at_before: Date | null;
+}
+
 const CLAIM_SQL = `
 WITH x AS (
   SELECT * FROM unnest($1::uuid[], $2::text[], $3::float8[]) AS x(id, provider, lease_ms)
@@ -130,8 +149,12 @@ WITH x AS (
   -- (hot-statement-plans.test.ts: without it, every claim read all of attempts).
   -- claimed_by names the claiming process's session (store/process-sessions.ts): when it dies, its
   -- claims are ended at once. A session already ended (this process was paused) claims nothing.
+  -- The claim also names the attempt's provider and time on the row: the attempt in flight is the
+  -- row itself, and its attempts row is written once, when it ends (migration 017).
+  -- A lease still set on the row as it was is a claim that ended without an outcome (an outcome,
+  -- and a dead session's end, clear it), whose attempt this claim records as lost.
   UPDATE deliveries d SET lease_until = now() + x.lease_ms * interval '1 millisecond', attempts = d.attempts + 1,
-         version = d.version + 1, claimed_by = $4
+         version = d.version + 1, claimed_by = $4, claimed_at = now(), provider = x.provider
     FROM x
    WHERE d.id = x.id AND d.id = ANY($1::uuid[])
      AND ($4::int IS NULL OR EXISTS (SELECT 1 FROM process_sessions s WHERE s.id = $4))
@@ -139,12 +162,10 @@ WITH x AS (
      -- Consent is read here, in the claim itself, so an entry committed at any time before it (even
      -- after the accept) stops the send; a suppressed row is not claimed, and the miss path fails it.
      AND NOT ${suppressedSql('d')}
-  RETURNING d.id, d.version, d.attempts, d.client_id, d.handoff_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, x.provider
-), started AS (
-  INSERT INTO attempts (delivery_id, number, provider) SELECT id, attempts, provider FROM c
+  RETURNING d.id, d.version, d.attempts, d.client_id, d.handoff_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, x.provider,
+            ${OPEN_BEFORE_RETURNING}
 ), lost AS (
-  UPDATE attempts a SET outcome = 'lost', finished_at = now(), error = 'worker stopped during the attempt'
-    FROM c WHERE a.delivery_id = c.id AND a.delivery_id = ANY($1::uuid[]) AND a.outcome IS NULL
+  ${lostAttemptsSql(`SELECT id, attempts - 1, provider_before, claimed_at_before, '${LAPSED_CLAIM_ERROR}' FROM c WHERE open_before`)}
 )
 SELECT c.id, c.version, c.attempts, c.client_id, c.handoff_id, c.tenant, c.event_type, c.reference, c.channel, c.recipient,
        h.content, h.callback_url, h.traceparent, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
@@ -191,15 +212,17 @@ WITH x AS (
          updated_at = (SELECT t FROM base) + (x.n - 1) * interval '1 microsecond'
     FROM x
    WHERE d.id = x.id AND d.version = x.version
-  RETURNING d.id, d.updated_at, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.body, x.traceparent
+  RETURNING d.id, d.updated_at, d.claimed_at, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.body, x.traceparent
 ), tick AS (
   UPDATE feed_clock SET last = s.last
     FROM (SELECT max(updated_at) AS last FROM d) s
    WHERE feed_clock.id = 1 AND s.last IS NOT NULL
 ), a AS (
-  -- The provider is named again: with fail-over, the one that answered may not be the one claimed for.
-  UPDATE attempts a SET outcome = d.outcome, finished_at = now(), provider = d.provider, provider_message_id = d.provider_message_id, error = d.error
-    FROM d WHERE a.delivery_id = d.id AND a.number = d.number
+  -- The attempt's one row (migration 017). The provider is the one that answered: with fail-over,
+  -- it may not be the one claimed for. No other writer can have written this number: one that
+  -- records a lost attempt moves the version on first, so this outcome would not have applied.
+  INSERT INTO attempts (delivery_id, number, provider, started_at, finished_at, outcome, provider_message_id, error)
+  SELECT id, number, provider, coalesce(claimed_at, now()), now(), outcome, provider_message_id, error FROM d
 ), cb AS (
   INSERT INTO callbacks (id, delivery_id, client_id, url, body, traceparent)
   SELECT callback_id, id, client_id, url, body, traceparent FROM d WHERE body IS NOT NULL
@@ -543,16 +566,22 @@ export class DeliveryStore {
     const error = suppressionError(hit);
     return this.#woken(
       await inTransaction(this.db, async (c) => {
-        const failed = await c.query<EndedRow>(
+        const failed = await c.query<EndedRow & OpenBefore>(
           `UPDATE deliveries d SET status = 'failed', last_error = $2, lease_until = NULL, version = d.version + 1, stamp_pending = true
            FROM handoffs h, clients cl
           WHERE d.id = $1 AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now()) AND ${suppressedSql('d')}
             AND h.id = d.handoff_id AND cl.id = d.client_id
-        RETURNING ${CALLBACK_RETURNING}`,
+        RETURNING ${CALLBACK_RETURNING}, ${OPEN_BEFORE_RETURNING}`,
           [id, error],
         );
         const f = failed.rows[0];
         if (!f) return null;
+        // A claim whose lease ran out without an outcome: its attempt ends here (see CLAIM_SQL).
+        if (f.open_before)
+          await c.query(
+            lostAttemptsSql('SELECT $1::uuid, $2::int, $3::text, $4::timestamptz, $5::text'),
+            [id, f.attempts, f.provider_before, f.claimed_at_before, LAPSED_CLAIM_ERROR],
+          );
         return { callback: await queueEndedCallback(c, f) };
       }),
     );

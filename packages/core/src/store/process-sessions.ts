@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { inTransaction, type Db } from '../db/pool.ts';
+import { lostAttemptsSql } from './attempt-rows.ts';
 import {
   wakeCallbacks,
   wakeSenders,
@@ -57,10 +58,9 @@ const END_DELIVERY_CLAIMS_SQL = `
 WITH d AS (
   UPDATE deliveries d SET lease_until = NULL, version = d.version + 1
    WHERE d.claimed_by = ANY($1::int[]) AND d.status = 'pending' AND d.lease_until > now()
-  RETURNING d.id, d.channel, d.client_id, d.tenant, d.event_type
+  RETURNING d.id, d.attempts, d.provider, d.claimed_at, d.channel, d.client_id, d.tenant, d.event_type
 ), a AS (
-  UPDATE attempts a SET outcome = 'lost', finished_at = now(), error = $2
-    FROM d WHERE a.delivery_id = d.id AND a.outcome IS NULL
+  ${lostAttemptsSql('SELECT id, attempts, provider, claimed_at, $2::text FROM d')}
 )
 SELECT id, channel, client_id AS "clientId", tenant, event_type AS "eventType" FROM d`;
 

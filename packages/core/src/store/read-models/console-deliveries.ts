@@ -222,8 +222,16 @@ export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail |
   const handoffId = d.rows[0].handoff_id as string;
   const [attempts, events, callbacks, cbAttempts, siblings] = await Promise.all([
     db.query(
+      // The ended attempts, and the one in flight: its row is written when it ends (migration 017),
+      // until then it is the delivery's open claim.
       `SELECT number, provider, outcome, error, provider_message_id, ${isoSql('started_at')} AS started_at, ${isoSql('finished_at')} AS finished_at
-         FROM attempts WHERE delivery_id = $1 ORDER BY number`,
+         FROM attempts WHERE delivery_id = $1
+       UNION ALL
+       SELECT d.attempts, d.provider, NULL, NULL, NULL, ${isoSql('d.claimed_at')}, NULL
+         FROM deliveries d
+        WHERE d.id = $1 AND d.status = 'pending' AND d.lease_until IS NOT NULL
+          AND NOT EXISTS (SELECT FROM attempts a WHERE a.delivery_id = d.id AND a.number = d.attempts)
+        ORDER BY 1`,
       [id],
     ),
     db.query(

@@ -66,16 +66,33 @@ export async function countRecentDeliveries(
   ).rows;
 }
 
+/*
+ * An attempt's row is written when it ends (migration 017): the attempts in flight are the
+ * deliveries their claims left open (pending, a lease set), read from the pending rows.
+ */
 const PROVIDERS_SQL = `
-SELECT provider,
-       count(*) FILTER (WHERE outcome = 'sent')::int AS sent,
-       count(*) FILTER (WHERE outcome = 'transient')::int AS transient,
-       count(*) FILTER (WHERE outcome = 'rate_limited')::int AS rate_limited,
-       count(*) FILTER (WHERE outcome = 'permanent')::int AS permanent,
-       count(*) FILTER (WHERE outcome = 'lost')::int AS lost,
-       count(*) FILTER (WHERE outcome IS NULL)::int AS in_flight
-  FROM attempts WHERE started_at >= now() - $1 * interval '1 minute'
- GROUP BY provider ORDER BY provider`;
+WITH ended AS (
+  SELECT provider,
+         count(*) FILTER (WHERE outcome = 'sent')::int AS sent,
+         count(*) FILTER (WHERE outcome = 'transient')::int AS transient,
+         count(*) FILTER (WHERE outcome = 'rate_limited')::int AS rate_limited,
+         count(*) FILTER (WHERE outcome = 'permanent')::int AS permanent,
+         count(*) FILTER (WHERE outcome = 'lost')::int AS lost,
+         -- open rows a version before 017 left
+         count(*) FILTER (WHERE outcome IS NULL)::int AS in_flight
+    FROM attempts WHERE started_at >= now() - $1 * interval '1 minute'
+   GROUP BY provider
+), open AS (
+  SELECT provider, count(*)::int AS in_flight
+    FROM deliveries
+   WHERE status = 'pending' AND lease_until IS NOT NULL AND claimed_at >= now() - $1 * interval '1 minute'
+   GROUP BY provider
+)
+SELECT provider, coalesce(e.sent, 0) AS sent, coalesce(e.transient, 0) AS transient,
+       coalesce(e.rate_limited, 0) AS rate_limited, coalesce(e.permanent, 0) AS permanent,
+       coalesce(e.lost, 0) AS lost, coalesce(e.in_flight, 0) + coalesce(o.in_flight, 0) AS in_flight
+  FROM ended e FULL JOIN open o USING (provider)
+ ORDER BY provider`;
 
 /** A provider's attempts started in the window, by outcome (`in_flight`: no outcome yet). */
 export interface ProviderOutcomes {

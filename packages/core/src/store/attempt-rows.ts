@@ -1,0 +1,13 @@
+/**
+ * An attempt's row is written once, when the attempt ends (migration 017); until then the attempt
+ * is the delivery row itself (pending, leased, its claim's provider and time). This is the INSERT
+ * that records attempts which ended without an outcome, as `lost`: `rows` is a query of
+ * (delivery id, attempt number, provider, started at, error). An attempt already ended is left as
+ * it is: a transition that read the row just before its outcome committed may think it still open.
+ */
+export function lostAttemptsSql(rows: string): string {
+  return `INSERT INTO attempts (delivery_id, number, provider, started_at, finished_at, outcome, error)
+  SELECT l.id, l.number, coalesce(l.provider, 'unknown'), coalesce(l.started_at, now()), now(), 'lost', l.error
+    FROM (${rows}) AS l(id, number, provider, started_at, error)
+  ON CONFLICT (delivery_id, number) DO NOTHING`;
+}
