@@ -3,7 +3,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { freePort } from '@ens/local-engines';
 import { createLogger, loadConfig, openRuntime } from '@ens/core';
-import { SecretBox } from '@ens/core/internal';
+import { isoSql, loadDelivery, SecretBox } from '@ens/core/internal';
 import { startRoles } from '@ens/app/roles';
 import { postCallback } from '@ens/service-callbacks';
 import { startTestService, smsHandoff, waitFor, type TestClient } from '../harness/service.ts';
@@ -76,6 +76,32 @@ async function callbackRow(
   return rows[0];
 }
 
+interface CallbackPost {
+  callback_id: string;
+  number: number;
+  at: string;
+  http_status: number | null;
+  error: string | null;
+}
+
+/** The posts of a delivery's callbacks as the console shows them, by callback id. */
+async function callbackPosts(deliveryId: string): Promise<Record<string, CallbackPost[]>> {
+  const d = await loadDelivery(svc.rt.db, deliveryId);
+  if (!d) throw new Error(`no delivery ${deliveryId}`);
+  return Object.fromEntries(
+    d.callbacks.map((c) => [c.id as string, c.attempts_list as unknown as CallbackPost[]]),
+  );
+}
+
+/** The rows of callback_attempts of one callback. */
+async function attemptRows(callbackId: string) {
+  const { rows } = await svc.rt.db.query(
+    'SELECT number, http_status, error FROM callback_attempts WHERE callback_id = $1 ORDER BY number',
+    [callbackId],
+  );
+  return rows;
+}
+
 t.test('a terminal delivery is posted once, retried after a 500 until it gets a 200', async (t) => {
   const receiver = await startReceiver(t, [500, 200]);
   const r = await svc.send(
@@ -127,12 +153,8 @@ t.test('a terminal delivery is posted once, retried after a 500 until it gets a 
 
   const cb = await callbackRow(id);
   t.match(cb, { status: 'delivered', attempts: 2, last_error: null });
-  const { rows } = await svc.rt.db.query(
-    'SELECT number, http_status FROM callback_attempts WHERE callback_id = $1 ORDER BY number',
-    [cb!.id],
-  );
   t.same(
-    rows,
+    (await callbackPosts(id))[cb!.id]?.map(({ number, http_status }) => ({ number, http_status })),
     [
       { number: 1, http_status: 500 },
       { number: 2, http_status: 200 },
@@ -189,6 +211,91 @@ t.test('a terminal delivery is posted once, retried after a 500 until it gets a 
     },
   );
 });
+
+t.test(
+  'a successful post is recorded in its callbacks row, not in callback_attempts; the console ' +
+    'still lists every post (issue 27)',
+  async (t) => {
+    const [ok, flaky] = await Promise.all([startReceiver(t, [200]), startReceiver(t, [500, 200])]);
+    const sent = await Promise.all(
+      [ok, flaky].map((r, i) =>
+        svc.send(client, smsHandoff('acme', [`+1555333004${i}`], { callback_url: r.url })),
+      ),
+    );
+    const [first, second] = sent.map((r) => r.body.deliveries[0].delivery_id as string) as [
+      string,
+      string,
+    ];
+    const delivered = (id: string) =>
+      waitFor(
+        async () => {
+          const { rows } = await svc.rt.db.query(
+            `SELECT id::text, attempts, last_http_status, ${isoSql('updated_at')} AS updated_at
+               FROM callbacks WHERE delivery_id = $1 AND status = 'delivered'`,
+            [id],
+          );
+          return rows[0] as
+            | { id: string; attempts: number; last_http_status: number | null; updated_at: string }
+            | undefined;
+        },
+        10_000,
+        `the callback of ${id} to be recorded delivered`,
+      );
+
+    t.test('posted at its first try: no callback_attempts row', async (t) => {
+      const cb = await delivered(first);
+      t.match(cb, { attempts: 1, last_http_status: 200 }, 'the row says which post and its answer');
+      t.same(await attemptRows(cb.id), [], 'callback_attempts has no row for it');
+      const posts = (await callbackPosts(first))[cb.id]!;
+      t.same(
+        posts,
+        [{ callback_id: cb.id, number: 1, at: cb.updated_at, http_status: 200, error: null }],
+        'the console lists the post, its number, time and HTTP status',
+      );
+      const postedAt = ok.posts[0]!.at;
+      const recordedAt = Date.parse(posts[0]!.at);
+      t.ok(
+        recordedAt >= postedAt - 50 && recordedAt - postedAt < 5_000,
+        `its time is the post's (${recordedAt - postedAt} ms after the receiver got it)`,
+      );
+
+      // As a callback delivered before migration 018 is: its post in callback_attempts, no status
+      // in the row. The console lists it once.
+      await svc.rt.db.query('UPDATE callbacks SET last_http_status = NULL WHERE id = $1', [cb.id]);
+      await svc.rt.db.query(
+        `INSERT INTO callback_attempts (callback_id, number, at, http_status)
+         SELECT id, attempts, updated_at, 200 FROM callbacks WHERE id = $1`,
+        [cb.id],
+      );
+      t.same(
+        (await callbackPosts(first))[cb.id],
+        posts,
+        'a post recorded in callback_attempts (before the migration) is listed once',
+      );
+    });
+
+    t.test('failed once, then posted: the failure in callback_attempts, both listed', async (t) => {
+      const cb = await delivered(second);
+      t.match(cb, { attempts: 2, last_http_status: 200 });
+      t.same(
+        await attemptRows(cb.id),
+        [{ number: 1, http_status: 500, error: 'HTTP 500' }],
+        'callback_attempts has the failed post only',
+      );
+      const posts = (await callbackPosts(second))[cb.id]!;
+      t.match(
+        posts,
+        [
+          { callback_id: cb.id, number: 1, http_status: 500, error: 'HTTP 500' },
+          { callback_id: cb.id, number: 2, at: cb.updated_at, http_status: 200, error: null },
+        ],
+        'the console lists both posts, in order',
+      );
+      t.equal(posts.length, 2);
+      t.ok(posts[0]!.at < posts[1]!.at, 'the failure before the success');
+    });
+  },
+);
 
 t.test('both terminal states post; the failed one carries last_error', async (t) => {
   const receiver = await startReceiver(t, [200]);

@@ -13,19 +13,24 @@ export interface ReceivedPost {
 
 /**
  * A callback receiver on loopback. `statuses` scripts the answers in order (the last one repeats),
- * e.g. [500, 200] fails the first post and accepts the rest.
+ * e.g. [500, 200] fails the first post and accepts the rest; or it is a function of the post's
+ * bytes and the posts received before it.
  */
 export async function startReceiver(
   t: Teardown,
-  statuses: number[] = [200],
+  statuses: number[] | ((raw: Buffer, before: readonly ReceivedPost[]) => number) = [200],
 ): Promise<{ url: string; posts: ReceivedPost[] }> {
   const posts: ReceivedPost[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const answered = statuses[Math.min(posts.length, statuses.length - 1)]!;
-      posts.push({ headers: req.headers, raw: Buffer.concat(chunks), at: Date.now(), answered });
+      const raw = Buffer.concat(chunks);
+      const answered =
+        typeof statuses === 'function'
+          ? statuses(raw, posts)
+          : statuses[Math.min(posts.length, statuses.length - 1)]!;
+      posts.push({ headers: req.headers, raw, at: Date.now(), answered });
       res.writeHead(answered, { 'content-type': 'text/plain' }).end('ok');
     });
   });

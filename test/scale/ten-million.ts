@@ -23,9 +23,11 @@ import { startTestEngines } from '../harness/engines.ts';
  *
  * The record is written straight into PostgreSQL with generate_series (as the bench's feed phase
  * does), spread evenly over the last 60 days, in 10 clients: each handoff has 2 sms deliveries,
- * each delivery one attempt, one callback and one callback attempt (4.5 rows a delivery). 1 % of
- * deliveries failed, 0.1 % of callbacks are dead letters, 1 in 100,000 deliveries is still pending
- * (due tomorrow). Each recipient appears 10 times per 10 million, each reference twice.
+ * each delivery one attempt and one callback (3.5 rows a delivery). 1 % of deliveries failed, 0.1 %
+ * of callbacks are dead letters, 1 in 100,000 deliveries is still pending (due tomorrow). As ENS
+ * records them (migration 018), a delivered callback's one post is in its row, and only a dead
+ * letter's failed post has a callback attempt row. Each recipient appears 10 times per 10 million,
+ * each reference twice.
  *
  * Then it times, one request at a time: feed pages over HTTP (GET /v2/deliveries?limit=1000 at the
  * start, middle and end of one client's feed), the console's searches (by reference, recipient,
@@ -156,15 +158,17 @@ try {
         args,
       );
       await c.query(
-        `INSERT INTO callbacks (id, delivery_id, client_id, url, body, status, attempts, next_attempt_at, last_error, created_at, updated_at)
+        `INSERT INTO callbacks (id, delivery_id, client_id, url, body, status, attempts, next_attempt_at, last_error, last_http_status, created_at, updated_at)
          SELECT ${id7('ts', 3, 'n')}, ${id7('ts', 2, 'n')}, client, 'https://receiver.example/ens', '{"delivery_id":"…"}',
-                CASE WHEN n % 1000 = 3 THEN 'dead' ELSE 'delivered' END, 1, ts, CASE WHEN n % 1000 = 3 THEN 'HTTP 500' END, ts, ts
+                CASE WHEN n % 1000 = 3 THEN 'dead' ELSE 'delivered' END, 1, ts, CASE WHEN n % 1000 = 3 THEN 'HTTP 500' END,
+                CASE WHEN n % 1000 = 3 THEN 500 ELSE 200 END, ts, ts
            FROM ${series} WHERE n % 100000 <> 11`,
         args,
       );
+      // Only the failed posts (the dead letters'): a successful one is recorded in its row alone.
       await c.query(
-        `INSERT INTO callback_attempts (callback_id, number, at, http_status)
-         SELECT ${id7('ts', 3, 'n')}, 1, ts, CASE WHEN n % 1000 = 3 THEN 500 ELSE 200 END FROM ${series} WHERE n % 100000 <> 11`,
+        `INSERT INTO callback_attempts (callback_id, number, at, http_status, error)
+         SELECT ${id7('ts', 3, 'n')}, 1, ts, 500, 'HTTP 500' FROM ${series} WHERE n % 1000 = 3`,
         args,
       );
       await c.query('COMMIT');
@@ -182,7 +186,7 @@ try {
   }
   add(
     'fill',
-    'deliveries (4.5 rows each) over 60 days',
+    'deliveries (3.5 rows each) over 60 days',
     `${fmt(TOTAL)} in ${((Date.now() - f0) / 60_000).toFixed(1)} min`,
   );
   const v0 = Date.now();

@@ -77,15 +77,23 @@ SELECT id, status, coalesce(lease_until > now(), false) AS leased,
        greatest(0, extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS due_ms
   FROM callbacks WHERE id = ANY($1::uuid[])`;
 
+/*
+ * A successful post is recorded by the row alone (migration 018): status 'delivered', attempts its
+ * number, updated_at its time, last_http_status its answer. Only failed posts (a retry, or dead)
+ * get a callback_attempts row, which saves its ~170 bytes of WAL on every delivered callback; the
+ * console's list of a callback's posts puts the two together (read-models/console-deliveries.ts).
+ * A delivered row is final: claims take only pending ones and a replay only dead ones, so nothing
+ * overwrites the success it records.
+ */
 const RECORD_SQL = `
 WITH u AS (
-  UPDATE callbacks c SET status = x.status, lease_until = NULL, last_error = x.error, updated_at = now(),
-         next_attempt_at = now() + coalesce(x.retry_ms, 0) * interval '1 millisecond'
+  UPDATE callbacks c SET status = x.status, lease_until = NULL, last_error = x.error, last_http_status = x.http_status,
+         updated_at = now(), next_attempt_at = now() + coalesce(x.retry_ms, 0) * interval '1 millisecond'
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::float8[], $5::int[], $6::int[]) AS x(id, status, error, retry_ms, attempt, http_status)
    WHERE c.id = x.id AND c.attempts = x.attempt AND c.id = ANY($1::uuid[])
-  RETURNING c.id, x.attempt, x.http_status, x.error)
+  RETURNING c.id, x.status, x.attempt, x.http_status, x.error)
 INSERT INTO callback_attempts (callback_id, number, http_status, error)
-SELECT id, attempt, http_status, error FROM u`;
+SELECT id, attempt, http_status, error FROM u WHERE status <> 'delivered'`;
 
 /*
  * A wake-up handed back to the queue for a while (the callbacks role defers posts that would wait
@@ -335,7 +343,8 @@ export class CallbackStore {
 
   /**
    * Puts dead letters back in the queue (by id, or all of a client's) and wakes the callbacks role
-   * for them after the commit; returns them.
+   * for them after the commit; returns them. Only dead ones: a delivered row is the record of its
+   * successful post (see RECORD_SQL), which a replay must never overwrite.
    */
   async replay(sel: { ids?: string[]; clientId?: string }): Promise<CallbackWakeup[]> {
     const { rows } = await this.db.query<CallbackWakeup>(

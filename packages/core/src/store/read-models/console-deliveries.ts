@@ -210,6 +210,24 @@ SELECT ${recordColumns('deliveries', SIBLING_FIELDS, AS_ID)} FROM deliveries
 /** The same short range of the primary key, counted (only when more than a page is there). */
 const SIBLINGS_COUNT_SQL = `SELECT count(*)::int AS n FROM (SELECT 1 FROM deliveries WHERE ${SIBLINGS_WHERE} LIMIT $4) x`;
 
+/**
+ * Every post of a delivery's callbacks. The failed ones are rows of callback_attempts; a
+ * successful one is recorded by its callbacks row alone since migration 018 (status 'delivered',
+ * attempts its number, updated_at its time, last_http_status its answer; store/callbacks.ts), and
+ * is added from it unless callback_attempts has it (a callback delivered before the migration). A
+ * delivered row is final (replays take only dead ones), so its post is never overwritten.
+ */
+const CALLBACK_POSTS_SQL = `
+SELECT p.callback_id::text, p.number, ${isoSql('p.at')} AS at, p.http_status, p.error
+  FROM (SELECT a.callback_id, a.number, a.at, a.http_status, a.error
+          FROM callback_attempts a JOIN callbacks c ON c.id = a.callback_id WHERE c.delivery_id = $1
+        UNION ALL
+        SELECT c.id, c.attempts, c.updated_at, c.last_http_status, NULL
+          FROM callbacks c
+         WHERE c.delivery_id = $1 AND c.status = 'delivered'
+           AND NOT EXISTS (SELECT 1 FROM callback_attempts a WHERE a.callback_id = c.id AND a.number = c.attempts)) p
+ ORDER BY p.callback_id, p.number`;
+
 export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail | null> {
   const d = await db.query(
     `SELECT ${recordColumns('d', RECORD_FIELD_NAMES, AS_ID)}, d.handoff_id::text, d.client_id, d.provider,
@@ -244,11 +262,7 @@ export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail |
          FROM callbacks WHERE delivery_id = $1 ORDER BY callbacks.created_at, callbacks.id`,
       [id],
     ),
-    db.query(
-      `SELECT a.callback_id::text, a.number, ${isoSql('a.at')} AS at, a.http_status, a.error
-         FROM callback_attempts a JOIN callbacks c ON c.id = a.callback_id WHERE c.delivery_id = $1 ORDER BY a.callback_id, a.number`,
-      [id],
-    ),
+    db.query(CALLBACK_POSTS_SQL, [id]),
     db.query<SiblingRow>(SIBLINGS_SQL, [
       handoffId,
       id,
