@@ -158,8 +158,10 @@ try {
         args,
       );
       await c.query(
-        `INSERT INTO callbacks (id, delivery_id, client_id, url, body, status, attempts, next_attempt_at, last_error, last_http_status, created_at, updated_at)
-         SELECT ${id7('ts', 3, 'n')}, ${id7('ts', 2, 'n')}, client, 'https://receiver.example/ens', '{"delivery_id":"…"}',
+        // A snapshot of the payload's changing fields, as ENS keeps since migration 019.
+        `INSERT INTO callbacks (id, delivery_id, client_id, url, snapshot, status, attempts, next_attempt_at, last_error, last_http_status, created_at, updated_at)
+         SELECT ${id7('ts', 3, 'n')}, ${id7('ts', 2, 'n')}, client, 'https://receiver.example/ens',
+                json_build_array('sent', 1, 'sb-' || n, ts, null, null, null)::text,
                 CASE WHEN n % 1000 = 3 THEN 'dead' ELSE 'delivered' END, 1, ts, CASE WHEN n % 1000 = 3 THEN 'HTTP 500' END,
                 CASE WHEN n % 1000 = 3 THEN 500 ELSE 200 END, ts, ts
            FROM ${series} WHERE n % 100000 <> 11`,

@@ -184,7 +184,8 @@ t.test(
       `INSERT INTO attempts (delivery_id, number, provider, outcome, finished_at) SELECT id, 1, 'sandbox', 'transient', now() FROM deliveries WHERE event_type = 'grown'`,
     );
     await grow.query(
-      `INSERT INTO callbacks (id, delivery_id, client_id, url, body) SELECT gen_random_uuid(), id, client_id, 'http://receiver.test/', '{}' FROM deliveries WHERE event_type = 'grown'`,
+      // As ENS queues them since migration 019: a snapshot, the rest read from the delivery.
+      `INSERT INTO callbacks (id, delivery_id, client_id, url, snapshot) SELECT gen_random_uuid(), id, client_id, 'http://receiver.test/', '[]' FROM deliveries WHERE event_type = 'grown'`,
     );
     const batch = (
       await db.query<{ id: string; version: number }>(

@@ -1,4 +1,5 @@
 import type { Db } from '../db/pool.ts';
+import { callbackBody } from '../schemas/callback-payload.ts';
 import { Coalescer } from '../db/coalescer.ts';
 import { isoSql, queryByIds } from '../db/pool.ts';
 import { wakeCallbacks, type CallbackWakeup, type WakeupTarget } from '../nats/wakeups.ts';
@@ -70,7 +71,11 @@ UPDATE callbacks c SET lease_until = now() + x.lease_ms * interval '1 millisecon
    -- In a CASE so that rows are found by primary key, never by scanning callbacks_due (see the
    -- delivery claim in deliveries.ts).
    AND CASE WHEN c.status = 'pending' AND c.next_attempt_at <= now() AND (c.lease_until IS NULL OR c.lease_until < now()) THEN true ELSE false END
-RETURNING c.id, c.delivery_id, c.client_id, c.url, c.body, c.attempts, c.attempts - c.attempt_base AS in_round, c.traceparent`;
+-- A callback queued since migration 019 keeps a snapshot of its payload's changing fields; the
+-- rest is its delivery's, read by primary key.
+RETURNING c.id, c.delivery_id, c.client_id, c.url, c.body, c.snapshot, c.attempts, c.attempts - c.attempt_base AS in_round, c.traceparent,
+          CASE WHEN c.body IS NULL THEN (SELECT json_build_object('delivery_id', d.id, 'reference', d.reference, 'channel', d.channel, 'recipient', d.recipient)
+                                          FROM deliveries d WHERE d.id = c.delivery_id) END AS identity`;
 
 const CLAIM_MISS_SQL = `
 SELECT id, status, coalesce(lease_until > now(), false) AS leased,
@@ -258,7 +263,7 @@ export class CallbackStore {
         deliveryId: r.delivery_id,
         clientId: r.client_id,
         url: r.url,
-        body: r.body,
+        body: r.body ?? callbackBody(r.identity, r.snapshot),
         attempt: r.attempts,
         attemptInRound: r.in_round,
         traceparent: r.traceparent,

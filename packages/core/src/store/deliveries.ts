@@ -3,7 +3,7 @@ import type { Db, DbClient } from '../db/pool.ts';
 import { Coalescer } from '../db/coalescer.ts';
 import { inTransaction, isoSql, queryByIds } from '../db/pool.ts';
 import { newId } from '../ids.ts';
-import { serialiseCallback } from '../schemas/callback-payload.ts';
+import { callbackSnapshot } from '../schemas/callback-payload.ts';
 import type { Channel } from '../schemas/channel.ts';
 import type { CallbackPayload } from '../schemas/delivery.ts';
 import {
@@ -194,7 +194,7 @@ const FINISH_SQL = `
 WITH x AS (
   SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::float8[],
                        $9::text[], $10::int[], $11::uuid[], $12::text[], $13::text[], $14::text[], $15::text[])
-    WITH ORDINALITY AS x(id, version, status, provider, provider_message_id, sent_at, error, delay_ms, outcome, number, callback_id, client_id, url, body, traceparent, n)
+    WITH ORDINALITY AS x(id, version, status, provider, provider_message_id, sent_at, error, delay_ms, outcome, number, callback_id, client_id, url, snapshot, traceparent, n)
 ), clock AS (
   -- The outcome stamps its rows for the feed itself, as the feed role would (store/feed.ts): from
   -- the one feed clock, whose row lock is held until commit, so stamps still follow commit order
@@ -212,7 +212,7 @@ WITH x AS (
          updated_at = (SELECT t FROM base) + (x.n - 1) * interval '1 microsecond'
     FROM x
    WHERE d.id = x.id AND d.version = x.version
-  RETURNING d.id, d.updated_at, d.claimed_at, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.body, x.traceparent
+  RETURNING d.id, d.updated_at, d.claimed_at, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.snapshot, x.traceparent
 ), tick AS (
   UPDATE feed_clock SET last = s.last
     FROM (SELECT max(updated_at) AS last FROM d) s
@@ -224,8 +224,10 @@ WITH x AS (
   INSERT INTO attempts (delivery_id, number, provider, started_at, finished_at, outcome, provider_message_id, error)
   SELECT id, number, provider, coalesce(claimed_at, now()), now(), outcome, provider_message_id, error FROM d
 ), cb AS (
-  INSERT INTO callbacks (id, delivery_id, client_id, url, body, traceparent)
-  SELECT callback_id, id, client_id, url, body, traceparent FROM d WHERE body IS NOT NULL
+  -- The callback keeps its payload's changing fields; the body is built from them and the
+  -- delivery's unchanging ones when posted (migration 019).
+  INSERT INTO callbacks (id, delivery_id, client_id, url, snapshot, traceparent)
+  SELECT callback_id, id, client_id, url, snapshot, traceparent FROM d WHERE snapshot IS NOT NULL
 )
 SELECT id, version FROM d`;
 
@@ -252,9 +254,9 @@ async function queueEndedCallback(
   if (!f?.wants_callback) return null;
   const callbackId = newId();
   await c.query(
-    'INSERT INTO callbacks (id, delivery_id, client_id, url, body, traceparent) VALUES ($1, ' +
+    'INSERT INTO callbacks (id, delivery_id, client_id, url, snapshot, traceparent) VALUES ($1, ' +
       '$2, $3, $4, $5, $6)',
-    [callbackId, f.delivery_id, f.client_id, f.callback_url, serialiseCallback(f), f.traceparent],
+    [callbackId, f.delivery_id, f.client_id, f.callback_url, callbackSnapshot(f), f.traceparent],
   );
   return { id: callbackId, clientId: f.client_id };
 }
@@ -304,7 +306,7 @@ interface FinishRequest {
   callbackId: string | null;
   clientId: string;
   callbackUrl: string | null;
-  body: string | null;
+  snapshot: string | null;
   traceparent: string | null;
 }
 
@@ -484,9 +486,9 @@ export class DeliveryStore {
     const providerMessageId = result.outcome === 'sent' ? result.providerMessageId : null;
     const error = result.outcome === 'sent' ? null : result.error;
     const sentAt = result.outcome === 'sent' ? formatTimestamp(now) : null;
-    let body: string | null = null;
+    let snapshot: string | null = null;
     if (status !== 'pending' && d.wantsCallback) {
-      body = serialiseCallback({
+      snapshot = callbackSnapshot({
         delivery_id: d.id,
         reference: d.reference,
         channel: d.channel,
@@ -500,7 +502,7 @@ export class DeliveryStore {
         last_error: error,
       });
     }
-    const callbackId = body === null ? null : newId();
+    const callbackId = snapshot === null ? null : newId();
     const updated = await this.#finishes.call({
       id: d.id,
       version: d.version,
@@ -515,8 +517,8 @@ export class DeliveryStore {
       callbackId,
       clientId: d.clientId,
       callbackUrl: d.callbackUrl,
-      body,
-      traceparent: body === null ? null : traceparent,
+      snapshot,
+      traceparent: snapshot === null ? null : traceparent,
     });
     if (!updated) return null;
     // The outcome stamped its row for the feed itself: only the callbacks role has work from it.
@@ -544,7 +546,7 @@ export class DeliveryStore {
         col('callbackId'),
         col('clientId'),
         col('callbackUrl'),
-        col('body'),
+        col('snapshot'),
         col('traceparent'),
       ],
     });
