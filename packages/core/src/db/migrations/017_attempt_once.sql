@@ -6,6 +6,9 @@
 -- provider. A claim must stay a HOT update, so no index may use a column it sets: provider reports
 -- find their delivery by provider_message_id alone and then check the provider.
 ALTER TABLE deliveries ADD COLUMN claimed_at timestamptz;
+-- The claim's version is wider by those two columns: at fillfactor 50, 8 % of claims found no room
+-- on their page and were not HOT; at 45, 1 % (bench:wal with callbacks: 2.79 -> 2.74 KB).
+ALTER TABLE deliveries SET (fillfactor = 45);
 DROP INDEX deliveries_provider_message;
 CREATE INDEX deliveries_provider_message ON deliveries (provider_message_id) WHERE provider_message_id IS NOT NULL;
 
