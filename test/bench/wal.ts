@@ -63,6 +63,36 @@ export interface WalMeasure {
   pgCpuSeconds: number;
   byRecord: WalBreakdownRow[];
   byRelation: WalBreakdownRow[];
+  /** With WAL_STATEMENTS=1: what each statement cost over the handoffs (pg_stat_statements). */
+  statements: StatementCost[];
+}
+
+export interface StatementCost {
+  query: string;
+  calls: number;
+  /** Execution plus planning time, ms. */
+  ms: number;
+  walBytes: number;
+}
+
+/** WAL_STATEMENTS=1: load pg_stat_statements and show each statement's time and WAL. */
+function statementsWanted(): boolean {
+  return process.env.WAL_STATEMENTS === '1';
+}
+
+/**
+ * Every statement's calls, time and WAL since the reset, most time first (its first 90 characters).
+ * Time is the statement's execution, waits for locks included (the outcome waits for the feed
+ * clock's row lock while the other outcome batch in flight holds it), so it is not CPU.
+ */
+async function statementCosts(db: pg.Pool): Promise<StatementCost[]> {
+  const { rows } = await db.query<StatementCost>(
+    `SELECT left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 90) AS query, calls::float8 AS calls,
+            (total_exec_time + total_plan_time)::float8 AS ms, wal_bytes::float8 AS "walBytes"
+       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+      ORDER BY total_exec_time + total_plan_time DESC`,
+  );
+  return rows;
 }
 
 const CLK_TCK = 100;
@@ -180,7 +210,11 @@ export async function measureWal(o: {
     const postgres = await startPostgres({
       dataDir: path.join(root, 'pg'),
       fsync: true,
-      settings: { ...(o.config === 'stock' ? STOCK_SETTINGS : {}), ...extraSettings() },
+      settings: {
+        ...(o.config === 'stock' ? STOCK_SETTINGS : {}),
+        ...(statementsWanted() ? { shared_preload_libraries: 'pg_stat_statements' } : {}),
+        ...extraSettings(),
+      },
     });
     cleanups.push(() => postgres.stop());
     const nats = await startNats({ storeDir: path.join(root, 'nats') });
@@ -189,6 +223,7 @@ export async function measureWal(o: {
     db.on('error', () => {});
     cleanups.push(() => db.end());
     await db.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+    if (statementsWanted()) await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     const settings = Object.fromEntries(
       (
         await db.query<{ name: string; setting: string }>(
@@ -217,6 +252,7 @@ export async function measureWal(o: {
     await db.query('CHECKPOINT');
     await sleep(1_000);
 
+    if (statementsWanted()) await db.query('SELECT pg_stat_statements_reset()');
     const startLsn = await lsn(db);
     const handoffs: WalHandoff[] = [];
     for (let h = 0; h < o.handoffs; h++) {
@@ -254,6 +290,8 @@ export async function measureWal(o: {
       if (rows[0]!.ok) break;
       await sleep(100);
     }
+    // Read before the breakdown, whose own statements are not the deliveries'.
+    const statements = statementsWanted() ? await statementCosts(db) : [];
     const { byRecord, byRelation } = await breakdown(db, startLsn, endLsn);
     const deliveries = o.n * o.handoffs;
     return {
@@ -267,6 +305,7 @@ export async function measureWal(o: {
       pgCpuSeconds: handoffs.reduce((a, h) => a + h.pgCpuSeconds, 0),
       byRecord,
       byRelation,
+      statements,
     };
   } finally {
     await undo();
@@ -304,6 +343,19 @@ export function formatWal(m: WalMeasure, top = Number(process.env.WAL_TOP ?? 25)
     ...table('record type', m.byRecord),
     '',
     ...table('relation (first block) and record type', m.byRelation),
+    ...(m.statements.length === 0
+      ? []
+      : [
+          '',
+          '| statement (pg_stat_statements) | calls/delivery | µs/delivery | WAL bytes/delivery |',
+          '| --- | --- | --- | --- |',
+          ...m.statements
+            .slice(0, top)
+            .map(
+              (r) =>
+                `| \`${r.query.replaceAll('|', '\\|')}\` | ${(r.calls / n).toFixed(3)} | ${((r.ms * 1000) / n).toFixed(1)} | ${(r.walBytes / n).toFixed(0)} |`,
+            ),
+        ]),
   ].join('\n');
 }
 
