@@ -193,3 +193,30 @@ t.test(
     );
   },
 );
+
+t.test(
+  'a row a release before 017 opened at its claim is ended lost by the next claim',
+  async (t) => {
+    const db = await setUp(t);
+    const store = new DeliveryStore(db, {});
+    const id = await delivery(db, '+15550000004');
+    // As an earlier release's claim left it, its lease run out: the attempt's row open, no
+    // claimed_at or provider on the delivery.
+    await db.query(
+      `UPDATE deliveries SET attempts = 1, version = 1, lease_until = now() - interval '1 second' WHERE id = $1`,
+      [id],
+    );
+    await db.query(
+      `INSERT INTO attempts (delivery_id, number, provider, started_at) VALUES ($1, 1, 'sandbox-old', now() - interval '1 minute')`,
+      [id],
+    );
+    const next = await store.claim(id, 'sandbox-new', 60_000);
+    if ('reason' in next) throw new Error(`claim missed: ${next.reason}`);
+    t.equal(next.attempt, 2, 'the next claim is attempt 2');
+    t.same(
+      (await attemptRows(db, id)).map((r) => [r.number, r.provider, r.outcome]),
+      [[1, 'sandbox-old', 'lost']],
+      'the open row is ended lost, keeping its provider; attempt 2 is in flight, no row',
+    );
+  },
+);
