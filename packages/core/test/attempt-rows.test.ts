@@ -1,8 +1,7 @@
 import t from 'tap';
-import { randomUUID } from 'node:crypto';
-import { DeliveryStore, migrate } from '@ens/core';
-import { createPool, loadDelivery, providerOutcomes, type Db } from '@ens/core/internal';
-import { startTestEngines } from '../../../test/harness/engines.ts';
+import { DeliveryStore } from '@ens/core';
+import { loadDelivery, providerOutcomes, type Db } from '@ens/core/internal';
+import { migratedRecord, pendingSms } from '../../../test/harness/record-fixtures.ts';
 
 /*
  * An attempt's row is written once, when the attempt ends (migration 017, issue 27): no row while
@@ -13,34 +12,6 @@ import { startTestEngines } from '../../../test/harness/engines.ts';
 
 const CLIENT = 'attempt-rows';
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function setUp(t: { teardown(fn: () => unknown): void }): Promise<Db> {
-  const engines = await startTestEngines(t);
-  const db = createPool(engines.databaseUrl, { max: 4 });
-  t.teardown(() => db.end());
-  await migrate(db);
-  await db.query(`INSERT INTO clients (id, name, secret_hash) VALUES ($1, 'attempts', 'x')`, [
-    CLIENT,
-  ]);
-  await db.query(`INSERT INTO tenants (client_id, id) VALUES ($1, 't')`, [CLIENT]);
-  return db;
-}
-
-async function delivery(db: Db, recipient: string): Promise<string> {
-  const handoff = randomUUID();
-  const id = randomUUID();
-  await db.query(
-    `INSERT INTO handoffs (id, client_id, tenant, event_type, messages)
-     VALUES ($1, $2, 't', 'e', '{"sms":{"body":"x"}}')`,
-    [handoff, CLIENT],
-  );
-  await db.query(
-    `INSERT INTO deliveries (id, handoff_id, client_id, tenant, event_type, channel, recipient)
-     VALUES ($1, $2, $3, 't', 'e', 'sms', $4)`,
-    [id, handoff, CLIENT, recipient],
-  );
-  return id;
-}
 
 interface AttemptRow {
   number: number;
@@ -66,9 +37,9 @@ async function claimedAt(db: Db, id: string): Promise<Date> {
 }
 
 t.test('an attempt in flight has no row; its end writes one, with its claim’s time', async (t) => {
-  const db = await setUp(t);
+  const db = await migratedRecord(t, CLIENT);
   const store = new DeliveryStore(db, {});
-  const id = await delivery(db, '+15550000001');
+  const id = await pendingSms(db, CLIENT, '+15550000001');
   const claimed = await store.claim(id, 'sandbox-a', 60_000);
   if ('reason' in claimed) throw new Error(`claim missed: ${claimed.reason}`);
   t.same(await attemptRows(db, id), [], 'no attempts row while the attempt is in flight');
@@ -115,9 +86,9 @@ t.test('an attempt in flight has no row; its end writes one, with its claim’s 
 });
 
 t.test('a claim whose lease ran out is recorded lost by the next claim', async (t) => {
-  const db = await setUp(t);
+  const db = await migratedRecord(t, CLIENT);
   const store = new DeliveryStore(db, {});
-  const id = await delivery(db, '+15550000002');
+  const id = await pendingSms(db, CLIENT, '+15550000002');
   const first = await store.claim(id, 'sandbox-a', 50);
   if ('reason' in first) throw new Error(`claim missed: ${first.reason}`);
   const firstAt = await claimedAt(db, id);
@@ -165,9 +136,9 @@ t.test('a claim whose lease ran out is recorded lost by the next claim', async (
 t.test(
   'a suppression that fails a row whose claim ran out records that attempt lost',
   async (t) => {
-    const db = await setUp(t);
+    const db = await migratedRecord(t, CLIENT);
     const store = new DeliveryStore(db, {});
-    const id = await delivery(db, '+15550000003');
+    const id = await pendingSms(db, CLIENT, '+15550000003');
     const first = await store.claim(id, 'sandbox-a', 50);
     if ('reason' in first) throw new Error(`claim missed: ${first.reason}`);
     await db.query(
@@ -197,9 +168,9 @@ t.test(
 t.test(
   'a row a release before 017 opened at its claim is ended lost by the next claim',
   async (t) => {
-    const db = await setUp(t);
+    const db = await migratedRecord(t, CLIENT);
     const store = new DeliveryStore(db, {});
-    const id = await delivery(db, '+15550000004');
+    const id = await pendingSms(db, CLIENT, '+15550000004');
     // As an earlier release's claim left it, its lease run out: the attempt's row open, no
     // claimed_at or provider on the delivery.
     await db.query(

@@ -1,10 +1,10 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { CallbackStore, DeliveryStore, migrate } from '@ens/core';
-import { createPool, type Db } from '@ens/core/internal';
+import { CallbackStore, DeliveryStore } from '@ens/core';
+import type { Db } from '@ens/core/internal';
 import { ProcessSession, SessionReaper } from '../src/store/process-sessions.ts';
-import { startTestEngines } from '../../../test/harness/engines.ts';
+import { migratedRecord, pendingSms } from '../../../test/harness/record-fixtures.ts';
 
 /*
  * Process sessions (store/process-sessions.ts) on a real PostgreSQL: a dead session's claims are
@@ -17,33 +17,10 @@ const TIMEOUT_MS = 400;
 const silent = pino({ level: 'silent' });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function setUp(t: { teardown(fn: () => unknown): void }): Promise<Db> {
-  const engines = await startTestEngines(t);
-  const db = createPool(engines.databaseUrl, { max: 4 });
-  t.teardown(() => db.end());
-  await migrate(db);
-  await db.query(`INSERT INTO clients (id, name, secret_hash) VALUES ($1, 'sessions', 'x')`, [
-    CLIENT,
-  ]);
-  await db.query(`INSERT INTO tenants (client_id, id) VALUES ($1, 't')`, [CLIENT]);
-  return db;
-}
-
 /** A pending sms delivery with a pending callback beside it; returns their ids. */
 async function work(db: Db): Promise<{ delivery: string; callback: string }> {
-  const handoff = randomUUID();
-  const delivery = randomUUID();
+  const delivery = await pendingSms(db, CLIENT, '+15550000000');
   const callback = randomUUID();
-  await db.query(
-    `INSERT INTO handoffs (id, client_id, tenant, event_type, messages)
-     VALUES ($1, $2, 't', 'e', '{"sms":{"body":"x"}}')`,
-    [handoff, CLIENT],
-  );
-  await db.query(
-    `INSERT INTO deliveries (id, handoff_id, client_id, tenant, event_type, channel, recipient)
-     VALUES ($1, $2, $3, 't', 'e', 'sms', '+15550000000')`,
-    [delivery, handoff, CLIENT],
-  );
   await db.query(
     `INSERT INTO callbacks (id, delivery_id, client_id, url, body)
      VALUES ($1, $2, $3, 'http://receiver.test/', '{}')`,
@@ -55,7 +32,7 @@ async function work(db: Db): Promise<{ delivery: string; callback: string }> {
 t.test(
   'a dead session: its claims are ended at once, and its late results change nothing',
   async (t) => {
-    const db = await setUp(t);
+    const db = await migratedRecord(t, CLIENT);
     // The dead process: a session row whose heartbeat stopped, and the stores it claimed with.
     const dead = (
       await db.query<{ id: number }>(
@@ -165,7 +142,7 @@ t.test(
 );
 
 t.test('a process whose session was ended registers anew at its next beat', async (t) => {
-  const db = await setUp(t);
+  const db = await migratedRecord(t, CLIENT);
   // Longer than the other cases' timeout: the check below must come before the new run of beats
   // is a timeout long, and on a loaded machine (a full run of the suite) 400 ms was not enough.
   const timeoutMs = 3_000;
@@ -189,7 +166,7 @@ t.test('a process whose session was ended registers anew at its next beat', asyn
 });
 
 t.test('a clean stop ends the session and the claims it still holds', async (t) => {
-  const db = await setUp(t);
+  const db = await migratedRecord(t, CLIENT);
   const session = new ProcessSession(db, TIMEOUT_MS, silent);
   await session.start();
   const reaper = new SessionReaper(db, session, null);
