@@ -532,14 +532,20 @@ t.test(
     t.equal(await page.getByLabel('Client', { exact: true }).count(), 0, 'no client id to type');
     await screenshot(page, 'dead-letters');
 
-    const postsOf = (_callbackId: string, body: string): ReceivedPost[] =>
-      deadReceiver.posts.filter((p) => p.raw.toString('utf8') === body);
-    const bodyOf = async (id: string): Promise<string> =>
-      (await db.query('SELECT body FROM callbacks WHERE id = $1', [id])).rows[0].body;
+    // A callback's posts, told apart by their delivery (one callback per delivery here; the body
+    // is built at each post from the callback's snapshot, migration 019).
+    const postsOf = (_callbackId: string, deliveryId: string): ReceivedPost[] =>
+      deadReceiver.posts.filter(
+        (p) =>
+          (JSON.parse(p.raw.toString('utf8')) as { delivery_id: string }).delivery_id ===
+          deliveryId,
+      );
+    const deliveryOf = async (id: string): Promise<string> =>
+      (await db.query('SELECT delivery_id FROM callbacks WHERE id = $1', [id])).rows[0].delivery_id;
     const [one, other] = deadIds as [string, string];
-    const oneBody = await bodyOf(one);
+    const oneDelivery = await deliveryOf(one);
     t.equal(
-      postsOf(one, oneBody).length,
+      postsOf(one, oneDelivery).length,
       3,
       '(the receiver saw three failed posts before it became dead)',
     );
@@ -568,13 +574,13 @@ t.test(
     t.equal(new URL(page.url()).pathname, groupPath, '303 back to the group');
     t.ok((await textOf(page.locator('p#flash[role="status"]'))).length > 0, 'with a flash message');
     const replayed = await waitFor(
-      async () => postsOf(one, oneBody).find((p) => p.answered === 200),
+      async () => postsOf(one, oneDelivery).find((p) => p.answered === 200),
       10_000,
       'the replayed post',
     );
     t.equal(
       replayed.headers['webhook-id'],
-      postsOf(one, oneBody)[0]!.headers['webhook-id'],
+      postsOf(one, oneDelivery)[0]!.headers['webhook-id'],
       'the re-post keeps its webhook-id',
     );
     await waitFor(
@@ -602,9 +608,9 @@ t.test(
       /^1 callback queued again$/,
       'flash: "1 callback queued again"',
     );
-    const otherBody = await bodyOf(other);
+    const otherDelivery = await deliveryOf(other);
     await waitFor(
-      async () => postsOf(other, otherBody).find((p) => p.answered === 200),
+      async () => postsOf(other, otherDelivery).find((p) => p.answered === 200),
       10_000,
       'the re-post of the other',
     );

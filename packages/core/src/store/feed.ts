@@ -19,7 +19,12 @@ function stampSql(batch: string, result: string): string {
   return `
 WITH clock AS (
   SELECT last FROM feed_clock WHERE id = 1 FOR UPDATE
-), batch AS (${batch}
+), batch AS (
+  -- The clock before any row: an outcome takes the clock and then updates its rows (FINISH_SQL in
+  -- deliveries.ts), so a batch that locked its rows first and then waited for the clock could hold
+  -- the very row that outcome waits for (a deadlock; test/feed/clock-order.test.ts). A condition
+  -- with no column in it is checked once, before the scan below it reads a row.
+  SELECT b.* FROM (${batch}) b WHERE (SELECT true FROM clock)
 ), numbered AS (
   SELECT id, row_number() OVER (ORDER BY id) AS n FROM batch
 ), base AS (
@@ -69,6 +74,15 @@ const STAMP_SQL = stampSql(
   'SELECT count(*)::int AS n FROM stamped',
 );
 
+/** Whether STAMP_SQL has anything to stamp: its two reads, without their locks. */
+const STAMP_PENDING_SQL = `
+SELECT EXISTS (SELECT 1 FROM deliveries
+                WHERE stamp_pending AND (lease_until IS NULL OR lease_until <= now())
+                  AND id < ens_uuid7_floor(now() - $1::int * interval '1 millisecond'))
+    OR EXISTS (SELECT 1 FROM deliveries
+                WHERE stamp_pending AND updated_at IS NOT NULL
+                  AND (lease_until IS NULL OR lease_until <= now())) AS pending`;
+
 /*
  * The same stamping for one client's pending rows, leased and new ones included, run by a read of
  * that client's record before it reads: a delivery is in the record as soon as its 202 is
@@ -117,6 +131,14 @@ const READ_STAMP_BATCH = 5000;
  * after their change commits.
  */
 export async function stampBatch(db: Db, batchSize: number, olderThanMs = 0): Promise<number> {
+  // The batch takes the clock's row lock before it reads (stampSql); an idle pass (every 200 ms in
+  // the feed role) must not, or it would write a lock and use a transaction id each time.
+  const pending = await db.query<{ pending: boolean }>({
+    name: 'ens-feed-pending',
+    text: STAMP_PENDING_SQL,
+    values: [olderThanMs],
+  });
+  if (!pending.rows[0]!.pending) return 0;
   const { rows } = await queryByIds<{ n: number }>(db, {
     text: STAMP_SQL,
     values: [batchSize, olderThanMs],
