@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { attemptInFlightSql } from '@ens/core/internal';
 import { auditPool } from './workload.ts';
 
 /*
@@ -269,9 +270,5 @@ export async function firstSendAfter(url: string, at: number): Promise<number> {
   return row?.ms == null ? Number.NaN : Number(row.ms) - at;
 }
 
-/**
- * Attempts in flight: an attempt's row is written when it ends (migration 017), so an attempt in
- * flight is its delivery's open claim (pending, its lease set, expired or not, until an outcome or
- * a later transition ends it).
- */
-export const OPEN_ATTEMPTS_SQL = `SELECT count(*) AS n FROM deliveries WHERE status = 'pending' AND lease_until IS NOT NULL`;
+/** Attempts in flight (an attempt's row is written when it ends, migration 017): open claims. */
+export const OPEN_ATTEMPTS_SQL = `SELECT count(*) AS n FROM deliveries d WHERE ${attemptInFlightSql('d')}`;

@@ -104,6 +104,7 @@ export {
 } from './metrics.ts';
 
 export { stampBatch, stampClient } from './store/feed.ts';
+export { attemptInFlightSql } from './store/attempt-rows.ts';
 export { purgeIdempotencyKeys } from './store/accept.ts';
 export {
   AcceptBatcher,

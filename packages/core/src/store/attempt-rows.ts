@@ -13,3 +13,11 @@ export function lostAttemptsSql(rows: string): string {
   ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = 'lost', finished_at = excluded.finished_at, error = excluded.error
    WHERE a.outcome IS NULL`;
 }
+
+/**
+ * An attempt in flight, as a condition on its delivery row aliased `d`: the claim still open
+ * (pending, its lease set, run out or not, until an outcome or a later transition ends it).
+ */
+export function attemptInFlightSql(d: string): string {
+  return `${d}.status = 'pending' AND ${d}.lease_until IS NOT NULL`;
+}

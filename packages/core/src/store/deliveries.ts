@@ -118,21 +118,18 @@ const FINISHES_IN_FLIGHT = 2;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * The row as a transition found it, for its RETURNING list: was an attempt left open, by which
- * provider, since when? A statement does not see its own changes, so this reads the version it
- * replaced (by primary key, one probe per row).
+ * The row as a transition found it, for its RETURNING list: the attempt its claim left open (a
+ * lease still set), as {provider, claimed_at}, or null when none was. A statement does not see its
+ * own changes, so this reads the version it replaced (one probe by primary key per row).
  */
-const OPEN_BEFORE_RETURNING = `(SELECT o.lease_until IS NOT NULL FROM deliveries o WHERE o.id = d.id) AS open_before,
-  (SELECT o.provider FROM deliveries o WHERE o.id = d.id) AS provider_before,
-  (SELECT o.claimed_at FROM deliveries o WHERE o.id = d.id) AS claimed_at_before`;
+const OPEN_BEFORE_RETURNING = `(SELECT json_build_object('provider', o.provider, 'claimed_at', o.claimed_at)
+    FROM deliveries o WHERE o.id = d.id AND o.lease_until IS NOT NULL) AS open_before`;
 
 /** What a lost attempt says when a later transition found its claim's lease run out. */
 const LAPSED_CLAIM_ERROR = 'worker stopped during the attempt';
 
 interface OpenBefore {
-  open_before: boolean;
-  provider_before: string | null;
-  claimed_at_before: Date | null;
+  open_before: { provider: string | null; claimed_at: string | null } | null;
 }
 
 const CLAIM_SQL = `
@@ -165,7 +162,10 @@ WITH x AS (
   RETURNING d.id, d.version, d.attempts, d.client_id, d.handoff_id, d.tenant, d.event_type, d.reference, d.channel, d.recipient, x.provider,
             ${OPEN_BEFORE_RETURNING}
 ), lost AS (
-  ${lostAttemptsSql(`SELECT id, attempts - 1, provider_before, claimed_at_before, '${LAPSED_CLAIM_ERROR}' FROM c WHERE open_before`)}
+  ${lostAttemptsSql(
+    `SELECT id, attempts - 1, open_before->>'provider', (open_before->>'claimed_at')::timestamptz, '${LAPSED_CLAIM_ERROR}'
+       FROM c WHERE open_before IS NOT NULL`,
+  )}
 )
 SELECT c.id, c.version, c.attempts, c.client_id, c.handoff_id, c.tenant, c.event_type, c.reference, c.channel, c.recipient,
        h.content, h.callback_url, h.traceparent, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
@@ -582,7 +582,7 @@ export class DeliveryStore {
         if (f.open_before)
           await c.query(
             lostAttemptsSql('SELECT $1::uuid, $2::int, $3::text, $4::timestamptz, $5::text'),
-            [id, f.attempts, f.provider_before, f.claimed_at_before, LAPSED_CLAIM_ERROR],
+            [id, f.attempts, f.open_before.provider, f.open_before.claimed_at, LAPSED_CLAIM_ERROR],
           );
         return { callback: await queueEndedCallback(c, f) };
       }),

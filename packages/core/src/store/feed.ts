@@ -57,17 +57,23 @@ ${result}`;
  * this: a read of the feed stamps its client's rows first (STAMP_CLIENT_SQL), and a row not yet
  * stamped when it is older is stamped as before.
  */
+/** The feed role's two kinds of rows (above); `olderThan` is the parameter holding FRESH_MS. */
+const OLD_NEVER_STAMPED = (
+  olderThan: string,
+) => `stamp_pending AND (lease_until IS NULL OR lease_until <= now())
+                    AND id < ens_uuid7_floor(now() - ${olderThan}::int * interval '1 millisecond')`;
+const CHANGED_AFTER_STAMP = `stamp_pending AND updated_at IS NOT NULL
+                    AND (lease_until IS NULL OR lease_until <= now())`;
+
 const STAMP_SQL = stampSql(
   `
   SELECT id FROM deliveries
    WHERE id = ANY (ARRAY((SELECT id FROM deliveries
-                  WHERE stamp_pending AND (lease_until IS NULL OR lease_until <= now())
-                    AND id < ens_uuid7_floor(now() - $2::int * interval '1 millisecond')
+                  WHERE ${OLD_NEVER_STAMPED('$2')}
                   ORDER BY id LIMIT $1)
                 UNION ALL
                 (SELECT id FROM deliveries
-                  WHERE stamp_pending AND updated_at IS NOT NULL
-                    AND (lease_until IS NULL OR lease_until <= now())
+                  WHERE ${CHANGED_AFTER_STAMP}
                   ORDER BY id LIMIT $1)))
      AND stamp_pending AND (lease_until IS NULL OR lease_until <= now())
    ORDER BY id LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED`,
@@ -76,12 +82,8 @@ const STAMP_SQL = stampSql(
 
 /** Whether STAMP_SQL has anything to stamp: its two reads, without their locks. */
 const STAMP_PENDING_SQL = `
-SELECT EXISTS (SELECT 1 FROM deliveries
-                WHERE stamp_pending AND (lease_until IS NULL OR lease_until <= now())
-                  AND id < ens_uuid7_floor(now() - $1::int * interval '1 millisecond'))
-    OR EXISTS (SELECT 1 FROM deliveries
-                WHERE stamp_pending AND updated_at IS NOT NULL
-                  AND (lease_until IS NULL OR lease_until <= now())) AS pending`;
+SELECT EXISTS (SELECT 1 FROM deliveries WHERE ${OLD_NEVER_STAMPED('$1')})
+    OR EXISTS (SELECT 1 FROM deliveries WHERE ${CHANGED_AFTER_STAMP}) AS pending`;
 
 /*
  * The same stamping for one client's pending rows, leased and new ones included, run by a read of

@@ -1,5 +1,6 @@
 import { EnsError } from '@ens/plugin-sdk';
 import { inTransaction, isoSql, type Db } from '../../db/pool.ts';
+import { attemptInFlightSql } from '../attempt-rows.ts';
 import {
   RECORD_FIELD_NAMES,
   recordColumns,
@@ -247,7 +248,7 @@ export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail |
        UNION ALL
        SELECT d.attempts, d.provider, NULL, NULL, NULL, ${isoSql('d.claimed_at')}, NULL
          FROM deliveries d
-        WHERE d.id = $1 AND d.status = 'pending' AND d.lease_until IS NOT NULL
+        WHERE d.id = $1 AND ${attemptInFlightSql('d')}
           AND NOT EXISTS (SELECT FROM attempts a WHERE a.delivery_id = d.id AND a.number = d.attempts)
         ORDER BY 1`,
       [id],

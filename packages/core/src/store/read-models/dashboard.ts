@@ -1,4 +1,5 @@
 import type { Db } from '../../db/pool.ts';
+import { attemptInFlightSql } from '../attempt-rows.ts';
 
 /*
  * The console dashboard's read models of the delivery tables: the last day's deliveries counted
@@ -83,10 +84,10 @@ WITH ended AS (
     FROM attempts WHERE started_at >= now() - $1 * interval '1 minute'
    GROUP BY provider
 ), open AS (
-  SELECT provider, count(*)::int AS in_flight
-    FROM deliveries
-   WHERE status = 'pending' AND lease_until IS NOT NULL AND claimed_at >= now() - $1 * interval '1 minute'
-   GROUP BY provider
+  SELECT d.provider, count(*)::int AS in_flight
+    FROM deliveries d
+   WHERE ${attemptInFlightSql('d')} AND d.claimed_at >= now() - $1 * interval '1 minute'
+   GROUP BY d.provider
 )
 SELECT provider, coalesce(e.sent, 0) AS sent, coalesce(e.transient, 0) AS transient,
        coalesce(e.rate_limited, 0) AS rate_limited, coalesce(e.permanent, 0) AS permanent,
