@@ -153,19 +153,26 @@ t.test('a terminal delivery is posted once, retried after a 500 until it gets a 
 
   const cb = await callbackRow(id);
   t.match(cb, { status: 'delivered', attempts: 2, last_error: null });
+  t.equal(
+    cb?.id,
+    id,
+    'the delivery’s first callback is keyed by the delivery’s id (migration 022)',
+  );
   const stored = (
-    await svc.rt.db.query<{ body: string | null; snapshot: string | null }>(
-      'SELECT body, snapshot FROM callbacks WHERE id = $1',
+    await svc.rt.db.query<{ body: string | null; snapshot: string | null; url: string | null }>(
+      'SELECT body, snapshot, url FROM callbacks WHERE id = $1',
       [cb!.id],
     )
   ).rows[0]!;
   t.same(
-    { body: stored.body, snapshot: JSON.parse(stored.snapshot ?? 'null') },
+    { body: stored.body, snapshot: JSON.parse(stored.snapshot ?? 'null'), url: stored.url },
     {
       body: null,
       snapshot: ['sent', 1, body.provider_message_id, body.sent_at, null, null, null],
+      url: null,
     },
-    'the callback keeps only its payload’s changing fields; the rest is its delivery’s (migration 019)',
+    'the callback keeps only its payload’s changing fields; the rest is its delivery’s, and its ' +
+      'URL its handoff’s (migrations 019, 021), where both posts went',
   );
   t.same(
     (await callbackPosts(id))[cb!.id]?.map(({ number, http_status }) => ({ number, http_status })),

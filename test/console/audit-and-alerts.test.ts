@@ -1,5 +1,6 @@
 import t from 'tap';
 import pg from 'pg';
+import { callbackUrlSql } from '@ens/core/internal';
 import { screenshot } from '../harness/browser.ts';
 import { startReceiver } from '../harness/receiver.ts';
 import { smsHandoff, uniqueKey, waitFor, type Teardown } from '../harness/service.ts';
@@ -274,7 +275,7 @@ t.test('every list says how many it has', async (t) => {
 
   // Dead-letter groups and one group's dead letters (the dead letter made by the test above).
   const groups = await count(
-    `SELECT count(DISTINCT (client_id, url, last_error))::int AS n FROM callbacks WHERE status = 'dead'`,
+    `SELECT count(DISTINCT (client_id, ${callbackUrlSql('callbacks')}, last_error))::int AS n FROM callbacks WHERE status = 'dead'`,
   );
   t.ok(groups >= 1, '(a dead letter to count)');
   await page.goto(`${con.ensUrl}/ops/dead-letters`);

@@ -1,5 +1,6 @@
 import t from 'tap';
 import type { Page } from 'playwright-core';
+import { callbackUrlSql } from '@ens/core/internal';
 import { screenshot } from '../harness/browser.ts';
 import { startReceiver } from '../harness/receiver.ts';
 import { uniqueKey, waitFor } from '../harness/service.ts';
@@ -94,7 +95,7 @@ if (deadRows[0].n < 3)
   throw new Error(`expected dead letters with a long URL, got ${deadRows[0].n}`);
 const group = (
   await db.query(
-    `SELECT md5(client_id || E'\\n' || url || E'\\n' || coalesce(last_error, E'\\x01')) AS key FROM callbacks WHERE status = 'dead' LIMIT 1`,
+    `SELECT md5(client_id || E'\\n' || ${callbackUrlSql('callbacks')} || E'\\n' || coalesce(last_error, E'\\x01')) AS key FROM callbacks WHERE status = 'dead' LIMIT 1`,
   )
 ).rows[0].key as string;
 

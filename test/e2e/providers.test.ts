@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
 import t from 'tap';
+import { loadDelivery } from '@ens/core/internal';
 import webpush from 'web-push';
 import { fakeDeviceToken, startFakeApns } from '@ens/plugin-apns/testing';
 import { FakeFcm, deviceToken } from '@ens/plugin-fcm/testing';
@@ -387,6 +388,31 @@ t.test('one handoff, four channels, real provider plugins', async (t) => {
       failedPosts.map((b) => b.delivery_id).sort(),
       [sms2.delivery_id, wa4.delivery_id].sort(),
       'each late failure posts a failed callback',
+    );
+    // sms2 has two callbacks: its terminal state's (sent), keyed by the delivery's id, and the
+    // late failure's, with an id of its own (migration 022); the console's page lists both.
+    const keys = await waitFor(
+      async () => {
+        const { rows } = await svc.rt.db.query<{ first: boolean; status: string }>(
+          `SELECT id = delivery_id AS first, status FROM callbacks WHERE delivery_id = $1 ORDER BY created_at`,
+          [sms2.delivery_id],
+        );
+        return rows.length === 2 && rows.every((r) => r.status === 'delivered') ? rows : undefined;
+      },
+      5_000,
+      'both of sms2’s callbacks recorded',
+    );
+    t.same(
+      keys.map((r) => r.first),
+      [true, false],
+      'the first callback is keyed by its delivery, the late one has its own id',
+    );
+    const page = await loadDelivery(svc.rt.db, sms2.delivery_id);
+    t.equal(page?.callbacks.length, 2, 'the console finds both callbacks of the delivery');
+    t.same(
+      page?.callbacks.map((c) => c.attempts_list.length),
+      [1, 1],
+      'and each one’s post',
     );
   }
 });

@@ -105,6 +105,7 @@ export {
 
 export { stampBatch, stampClient } from './store/feed.ts';
 export { attemptInFlightSql } from './store/attempt-rows.ts';
+export { callbackUrlSql } from './store/callbacks.ts';
 export { purgeIdempotencyKeys } from './store/accept.ts';
 export {
   AcceptBatcher,

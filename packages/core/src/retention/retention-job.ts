@@ -2,6 +2,7 @@ import { EnsError } from '@ens/plugin-sdk';
 import type { Logger } from 'pino';
 import { inTransaction, type Db, type DbClient } from '../db/pool.ts';
 import { retentionBatches, retentionRemoved } from '../metrics.ts';
+import { callbacksOfSql } from '../store/callbacks.ts';
 
 /*
  * ENS_RETENTION: how long the record of a handoff is kept. The sweeper removes whole handoffs
@@ -15,9 +16,10 @@ import { retentionBatches, retentionRemoved } from '../metrics.ts';
  * none of their callbacks is pending. A handoff that is not done stays, whatever its age, with all
  * its deliveries, and goes at the first round after it is done. What is final cannot become live
  * behind this job's back: a batch locks the handoffs and deliveries it removes and deletes only
- * rows that are still final, and a row another writer adds meanwhile (a callback for a late read
- * receipt) makes the DELETE of its delivery fail on the foreign key, so the batch rolls back and
- * the handoff stays.
+ * rows that are still final. A row another writer adds or revives meanwhile (a dead letter
+ * replayed) makes the DELETE of its delivery skip it: that DELETE checks that no attempt and no
+ * callback is left (the foreign keys' check, which since migration 020 is made here and not on
+ * every insert), so the batch rolls back and the handoff stays.
  */
 
 export interface RetentionOptions {
@@ -100,7 +102,7 @@ async function removeBatch(
         `SELECT DISTINCT d.handoff_id::text FROM deliveries d
       WHERE d.handoff_id = ANY ($1::uuid[])
         AND (d.status = 'pending' OR d.stamp_pending
-             OR EXISTS (SELECT FROM callbacks cb WHERE cb.delivery_id = d.id AND cb.status = 'pending'))`,
+             OR EXISTS (SELECT FROM callbacks cb WHERE ${callbacksOfSql('cb', '= d.id')} AND cb.status = 'pending'))`,
         [candidates],
       )
     ).rows.map((r) => r.handoff_id),
@@ -125,12 +127,11 @@ async function removeBatch(
       [ids],
     );
     removed.callback_attempts = await count(
-      'DELETE FROM callback_attempts WHERE callback_id IN (SELECT id FROM callbacks WHERE ' +
-        'delivery_id = ANY ($1::uuid[]))',
+      `DELETE FROM callback_attempts WHERE callback_id IN (SELECT id FROM callbacks cb WHERE ${callbacksOfSql('cb', '= ANY ($1::uuid[])')})`,
       [ids],
     );
     removed.callbacks = await count(
-      `DELETE FROM callbacks WHERE delivery_id = ANY ($1::uuid[]) AND status <> 'pending'`,
+      `DELETE FROM callbacks cb WHERE ${callbacksOfSql('cb', '= ANY ($1::uuid[])')} AND cb.status <> 'pending'`,
       [ids],
     );
     removed.delivery_events = await count(
@@ -140,8 +141,13 @@ async function removeBatch(
     removed.attempts = await count('DELETE FROM attempts WHERE delivery_id = ANY ($1::uuid[])', [
       ids,
     ]);
+    // Attempts and callbacks have no foreign key (migration 020): this is their check. A callback
+    // left here is one that became pending under the batch (a replay committed after the live
+    // check), and its delivery must stay.
     removed.deliveries = await count(
-      `DELETE FROM deliveries WHERE id = ANY ($1::uuid[]) AND status <> 'pending' AND NOT stamp_pending`,
+      `DELETE FROM deliveries d WHERE d.id = ANY ($1::uuid[]) AND d.status <> 'pending' AND NOT d.stamp_pending
+          AND NOT EXISTS (SELECT FROM callbacks cb WHERE ${callbacksOfSql('cb', '= d.id')})
+          AND NOT EXISTS (SELECT FROM attempts a WHERE a.delivery_id = d.id)`,
       [ids],
     );
     if (removed.deliveries !== ids.length)
@@ -236,8 +242,9 @@ export async function retentionRound(
     try {
       outcome = await inTransaction(deps.db, (c) => removeBatch(c, floor, n, from));
     } catch (e) {
-      // A row that became live under the batch (23503: a callback was added to a delivery being
-      // removed): the batch is undone and tried again, when the handoff counts as live.
+      // A row that became live under the batch (a callback made pending again, or 23503: a
+      // provider event added to a delivery being removed): the batch is undone and tried again,
+      // when the handoff counts as live.
       const code = (e as { code?: string }).code;
       if (e instanceof BatchRaced || code === '23503') {
         deps.logger.info(

@@ -71,11 +71,30 @@ UPDATE callbacks c SET lease_until = now() + x.lease_ms * interval '1 millisecon
    -- In a CASE so that rows are found by primary key, never by scanning callbacks_due (see the
    -- delivery claim in deliveries.ts).
    AND CASE WHEN c.status = 'pending' AND c.next_attempt_at <= now() AND (c.lease_until IS NULL OR c.lease_until < now()) THEN true ELSE false END
--- A callback queued since migration 019 keeps a snapshot of its payload's changing fields; the
--- rest is its delivery's, read by primary key.
+-- A callback queued since migration 019 keeps a snapshot of its payload's changing fields, and
+-- one queued since 021 no URL: the rest is its delivery's and its handoff's, read by primary key.
 RETURNING c.id, c.delivery_id, c.client_id, c.url, c.body, c.snapshot, c.attempts, c.attempts - c.attempt_base AS in_round, c.traceparent,
-          CASE WHEN c.body IS NULL THEN (SELECT json_build_object('delivery_id', d.id, 'reference', d.reference, 'channel', d.channel, 'recipient', d.recipient)
-                                          FROM deliveries d WHERE d.id = c.delivery_id) END AS identity`;
+          CASE WHEN c.body IS NULL OR c.url IS NULL THEN
+            (SELECT json_build_object('delivery_id', d.id, 'reference', d.reference, 'channel', d.channel, 'recipient', d.recipient, 'url', h.callback_url)
+               FROM deliveries d JOIN handoffs h ON h.id = d.handoff_id WHERE d.id = c.delivery_id) END AS delivery`;
+
+/**
+ * The callbacks of a delivery, as a condition on callbacks row `c`, with `match` the comparison
+ * that names the delivery ("= d.id", "= ANY ($1::uuid[])"): its first callback has the delivery's
+ * id (migration 022) and is read by primary key; any other through callbacks_delivery, which
+ * holds only those.
+ */
+export function callbacksOfSql(c: string, match: string): string {
+  return `(${c}.id ${match} OR (${c}.delivery_id ${match} AND ${c}.id <> ${c}.delivery_id))`;
+}
+
+/**
+ * Where callback `c` is posted: its handoff's callback_url (migration 021), or the URL a callback
+ * queued before kept. For the read models; the claim reads it with the delivery (CLAIM_SQL).
+ */
+export function callbackUrlSql(c: string): string {
+  return `coalesce(${c}.url, (SELECT h.callback_url FROM deliveries d JOIN handoffs h ON h.id = d.handoff_id WHERE d.id = ${c}.delivery_id))`;
+}
 
 const CLAIM_MISS_SQL = `
 SELECT id, status, coalesce(lease_until > now(), false) AS leased,
@@ -262,8 +281,8 @@ export class CallbackStore {
         id: r.id,
         deliveryId: r.delivery_id,
         clientId: r.client_id,
-        url: r.url,
-        body: r.body ?? callbackBody(r.identity, r.snapshot),
+        url: r.url ?? r.delivery.url,
+        body: r.body ?? callbackBody(r.delivery, r.snapshot),
         attempt: r.attempts,
         attemptInRound: r.in_round,
         traceparent: r.traceparent,
@@ -339,7 +358,7 @@ export class CallbackStore {
 
   async listDead(opts: { clientId?: string; limit: number }): Promise<DeadLetter[]> {
     const { rows } = await this.db.query<DeadLetter>(
-      `SELECT id, delivery_id, client_id, url, attempts, last_error, ${isoSql('created_at')} AS created_at, ${isoSql('updated_at')} AS updated_at
+      `SELECT id, delivery_id, client_id, ${callbackUrlSql('callbacks')} AS url, attempts, last_error, ${isoSql('created_at')} AS created_at, ${isoSql('updated_at')} AS updated_at
          FROM callbacks WHERE status = 'dead' AND ($1::text IS NULL OR client_id = $1) ORDER BY updated_at LIMIT $2`,
       [opts.clientId ?? null, opts.limit],
     );

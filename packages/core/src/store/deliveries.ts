@@ -49,7 +49,6 @@ export interface ClaimedDelivery {
   tenantSettings: Record<string, unknown>;
   /** True when a terminal state must produce a callback (URL given and client has a secret). */
   wantsCallback: boolean;
-  callbackUrl: string | null;
   /**
    * The W3C traceparent of the span that accepted the handoff; null when it was accepted untraced.
    */
@@ -168,7 +167,7 @@ WITH x AS (
   )}
 )
 SELECT c.id, c.version, c.attempts, c.client_id, c.handoff_id, c.tenant, c.event_type, c.reference, c.channel, c.recipient,
-       h.content, h.callback_url, h.traceparent, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
+       h.content, h.traceparent, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
        (h.callback_url IS NOT NULL AND cl.has_secret) AS wants_callback, cl.bulk
   FROM c
   -- Each claimed row's handoff, client and tenant, looked up by key: OFFSET 0 keeps each lookup a
@@ -193,8 +192,8 @@ SELECT d.id, d.status, greatest(0, extract(epoch FROM d.next_attempt_at - now())
 const FINISH_SQL = `
 WITH x AS (
   SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::float8[],
-                       $9::text[], $10::int[], $11::uuid[], $12::text[], $13::text[], $14::text[], $15::text[])
-    WITH ORDINALITY AS x(id, version, status, provider, provider_message_id, sent_at, error, delay_ms, outcome, number, callback_id, client_id, url, snapshot, traceparent, n)
+                       $9::text[], $10::int[], $11::text[], $12::text[], $13::text[])
+    WITH ORDINALITY AS x(id, version, status, provider, provider_message_id, sent_at, error, delay_ms, outcome, number, client_id, snapshot, traceparent, n)
 ), clock AS (
   -- The outcome stamps its rows for the feed itself, as the feed role would (store/feed.ts): from
   -- the one feed clock, whose row lock is held until commit, so stamps still follow commit order
@@ -212,7 +211,7 @@ WITH x AS (
          updated_at = (SELECT t FROM base) + (x.n - 1) * interval '1 microsecond'
     FROM x
    WHERE d.id = x.id AND d.version = x.version
-  RETURNING d.id, d.updated_at, d.claimed_at, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.callback_id, x.client_id, x.url, x.snapshot, x.traceparent
+  RETURNING d.id, d.updated_at, d.claimed_at, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.client_id, x.snapshot, x.traceparent
 ), tick AS (
   UPDATE feed_clock SET last = s.last
     FROM (SELECT max(updated_at) AS last FROM d) s
@@ -224,10 +223,11 @@ WITH x AS (
   INSERT INTO attempts (delivery_id, number, provider, started_at, finished_at, outcome, provider_message_id, error)
   SELECT id, number, provider, coalesce(claimed_at, now()), now(), outcome, provider_message_id, error FROM d
 ), cb AS (
-  -- The callback keeps its payload's changing fields; the body is built from them and the
-  -- delivery's unchanging ones when posted (migration 019).
-  INSERT INTO callbacks (id, delivery_id, client_id, url, snapshot, traceparent)
-  SELECT callback_id, id, client_id, url, snapshot, traceparent FROM d WHERE snapshot IS NOT NULL
+  -- The delivery's first callback, keyed by the delivery's id: a terminal state is reached once
+  -- (migration 022). It keeps its payload's changing fields; the body is built from them and the
+  -- delivery's unchanging ones, and the URL is the handoff's, when posted (migrations 019, 021).
+  INSERT INTO callbacks (id, delivery_id, client_id, snapshot, traceparent)
+  SELECT id, id, client_id, snapshot, traceparent FROM d WHERE snapshot IS NOT NULL
 )
 SELECT id, version FROM d`;
 
@@ -246,17 +246,23 @@ type EndedRow = CallbackPayload & {
   wants_callback: boolean;
 };
 
-/** Queues the callback of a delivery that a transition just ended (a CALLBACK_RETURNING row). */
+/**
+ * Queues the callback of a delivery that a transition just ended (a CALLBACK_RETURNING row):
+ * `first` when the transition is the delivery's terminal state, whose callback is keyed by the
+ * delivery's id (migration 022); a later one (a failure reported after sending) gets an id of its
+ * own.
+ */
 async function queueEndedCallback(
   c: DbClient,
   f: EndedRow | undefined,
+  which: 'first' | 'later',
 ): Promise<CallbackWakeup | null> {
   if (!f?.wants_callback) return null;
-  const callbackId = newId();
+  const callbackId = which === 'first' ? f.delivery_id : newId();
   await c.query(
-    'INSERT INTO callbacks (id, delivery_id, client_id, url, snapshot, traceparent) VALUES ($1, ' +
-      '$2, $3, $4, $5, $6)',
-    [callbackId, f.delivery_id, f.client_id, f.callback_url, callbackSnapshot(f), f.traceparent],
+    'INSERT INTO callbacks (id, delivery_id, client_id, snapshot, traceparent) VALUES ($1, $2, ' +
+      '$3, $4, $5)',
+    [callbackId, f.delivery_id, f.client_id, callbackSnapshot(f), f.traceparent],
   );
   return { id: callbackId, clientId: f.client_id };
 }
@@ -303,9 +309,7 @@ interface FinishRequest {
   delayMs: number;
   attemptOutcome: string;
   attempt: number;
-  callbackId: string | null;
   clientId: string;
-  callbackUrl: string | null;
   snapshot: string | null;
   traceparent: string | null;
 }
@@ -415,7 +419,6 @@ export class DeliveryStore {
         content: r.content ?? {},
         tenantSettings: r.tenant_settings,
         wantsCallback: r.wants_callback,
-        callbackUrl: r.callback_url,
         traceparent: r.traceparent,
         bulk: r.bulk === true,
       });
@@ -502,7 +505,6 @@ export class DeliveryStore {
         last_error: error,
       });
     }
-    const callbackId = snapshot === null ? null : newId();
     const updated = await this.#finishes.call({
       id: d.id,
       version: d.version,
@@ -514,13 +516,14 @@ export class DeliveryStore {
       delayMs: result.outcome === 'retry' ? result.delayMs : 0,
       attemptOutcome: result.outcome === 'sent' ? 'sent' : result.kind,
       attempt: d.attempt,
-      callbackId,
       clientId: d.clientId,
-      callbackUrl: d.callbackUrl,
       snapshot,
       traceparent: snapshot === null ? null : traceparent,
     });
     if (!updated) return null;
+    // A terminal state is reached once: its callback is the delivery's first, keyed by the
+    // delivery's id (migration 022).
+    const callbackId = snapshot === null ? null : d.id;
     // The outcome stamped its row for the feed itself: only the callbacks role has work from it.
     if (this.#wake && callbackId !== null)
       wakeCallbacks(this.#wake.nc, [{ id: callbackId, clientId: d.clientId }], this.#wake.logger);
@@ -543,9 +546,7 @@ export class DeliveryStore {
         col('delayMs'),
         col('attemptOutcome'),
         col('attempt'),
-        col('callbackId'),
         col('clientId'),
-        col('callbackUrl'),
         col('snapshot'),
         col('traceparent'),
       ],
@@ -584,7 +585,7 @@ export class DeliveryStore {
             lostAttemptsSql('SELECT $1::uuid, $2::int, $3::text, $4::timestamptz, $5::text'),
             [id, f.attempts, f.open_before.provider, f.open_before.claimed_at, LAPSED_CLAIM_ERROR],
           );
-        return { callback: await queueEndedCallback(c, f) };
+        return { callback: await queueEndedCallback(c, f, 'first') };
       }),
     );
   }
@@ -637,7 +638,11 @@ export class DeliveryStore {
         );
         const f = failed.rows[0];
         // A report has no span of its own here: the post is traced as a child of the accept.
-        return { deliveryId: row.id, changed: true, callback: await queueEndedCallback(c, f) };
+        return {
+          deliveryId: row.id,
+          changed: true,
+          callback: await queueEndedCallback(c, f, 'later'),
+        };
       }),
     );
   }

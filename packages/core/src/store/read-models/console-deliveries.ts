@@ -1,6 +1,7 @@
 import { EnsError } from '@ens/plugin-sdk';
 import { inTransaction, isoSql, type Db } from '../../db/pool.ts';
 import { attemptInFlightSql } from '../attempt-rows.ts';
+import { callbackUrlSql, callbacksOfSql } from '../callbacks.ts';
 import {
   RECORD_FIELD_NAMES,
   recordColumns,
@@ -221,11 +222,11 @@ const SIBLINGS_COUNT_SQL = `SELECT count(*)::int AS n FROM (SELECT 1 FROM delive
 const CALLBACK_POSTS_SQL = `
 SELECT p.callback_id::text, p.number, ${isoSql('p.at')} AS at, p.http_status, p.error
   FROM (SELECT a.callback_id, a.number, a.at, a.http_status, a.error
-          FROM callback_attempts a JOIN callbacks c ON c.id = a.callback_id WHERE c.delivery_id = $1
+          FROM callback_attempts a JOIN callbacks c ON c.id = a.callback_id WHERE ${callbacksOfSql('c', '= $1')}
         UNION ALL
         SELECT c.id, c.attempts, c.updated_at, c.last_http_status, NULL
           FROM callbacks c
-         WHERE c.delivery_id = $1 AND c.status = 'delivered'
+         WHERE ${callbacksOfSql('c', '= $1')} AND c.status = 'delivered'
            AND NOT EXISTS (SELECT 1 FROM callback_attempts a WHERE a.callback_id = c.id AND a.number = c.attempts)) p
  ORDER BY p.callback_id, p.number`;
 
@@ -259,8 +260,8 @@ export async function loadDelivery(db: Db, id: string): Promise<DeliveryDetail |
       [id],
     ),
     db.query(
-      `SELECT id::text, url, status, attempts, last_error, ${isoSql('created_at')} AS created_at, ${isoSql('updated_at')} AS updated_at, ${isoSql('next_attempt_at')} AS next_attempt_at
-         FROM callbacks WHERE delivery_id = $1 ORDER BY callbacks.created_at, callbacks.id`,
+      `SELECT id::text, ${callbackUrlSql('callbacks')} AS url, status, attempts, last_error, ${isoSql('created_at')} AS created_at, ${isoSql('updated_at')} AS updated_at, ${isoSql('next_attempt_at')} AS next_attempt_at
+         FROM callbacks WHERE ${callbacksOfSql('callbacks', '= $1')} ORDER BY callbacks.created_at, callbacks.id`,
       [id],
     ),
     db.query(CALLBACK_POSTS_SQL, [id]),

@@ -1,5 +1,5 @@
 import { isoSql, type Db } from '../../db/pool.ts';
-import type { DeadLetter } from '../callbacks.ts';
+import { callbackUrlSql, type DeadLetter } from '../callbacks.ts';
 
 /* The console's read models of dead letters (callbacks that ran out of attempts), in groups. */
 
@@ -36,6 +36,13 @@ export interface DeadLetterGroup {
 const GROUP_KEY = `md5(client_id || E'\\n' || url || E'\\n' || coalesce(last_error, E'\\x01'))`;
 /** The same key where the deliveries are joined (they have a client_id and a last_error too). */
 const CALLBACKS_GROUP_KEY = GROUP_KEY.replace(/\b(client_id|url|last_error)\b/g, 'callbacks.$1');
+/**
+ * The dead letters, with the URL each was posted to (its handoff's since migration 021), as
+ * `callbacks`: a simple subquery, which PostgreSQL pulls up, so the filters on it still read
+ * callbacks_dead.
+ */
+const DEAD = `(SELECT c.id, c.delivery_id, c.client_id, ${callbackUrlSql('c')} AS url, c.attempts, c.last_error, c.updated_at
+   FROM callbacks c WHERE c.status = 'dead') callbacks`;
 
 /**
  * Dead letters grouped, largest groups first, optionally of one client, with how many dead letters
@@ -51,7 +58,7 @@ export async function listDeadLetterGroups(
     `SELECT ${GROUP_KEY} AS key, client_id, url, last_error, count(*)::int AS count, max(attempts)::int AS max_attempts,
             ${isoSql('min(updated_at)')} AS first_died, ${isoSql('max(updated_at)')} AS last_died,
             (sum(count(*)) OVER ())::int AS total, (count(*) OVER ())::int AS groups_total
-       FROM callbacks WHERE status = 'dead' AND ($1::text IS NULL OR client_id = $1)
+       FROM ${DEAD} WHERE $1::text IS NULL OR client_id = $1
       GROUP BY client_id, url, last_error
       ORDER BY count(*) DESC, max(updated_at) DESC LIMIT $2`,
     [opts.clientId ?? null, GROUPS_SHOWN + 1],
@@ -69,7 +76,7 @@ export async function findDeadLetterGroup(db: Db, key: string): Promise<DeadLett
   const { rows } = await db.query<DeadLetterGroup>(
     `SELECT ${GROUP_KEY} AS key, client_id, url, last_error, count(*)::int AS count, max(attempts)::int AS max_attempts,
             ${isoSql('min(updated_at)')} AS first_died, ${isoSql('max(updated_at)')} AS last_died
-       FROM callbacks WHERE status = 'dead' AND ${GROUP_KEY} = $1
+       FROM ${DEAD} WHERE ${GROUP_KEY} = $1
       GROUP BY client_id, url, last_error`,
     [key],
   );
@@ -82,7 +89,7 @@ export async function findDeadLetterGroup(db: Db, key: string): Promise<DeadLett
  */
 export async function deadLetterIdsOfGroup(db: Db, key: string): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `SELECT id::text FROM callbacks WHERE status = 'dead' AND ${GROUP_KEY} = $1`,
+    `SELECT id::text FROM ${DEAD} WHERE ${GROUP_KEY} = $1`,
     [key],
   );
   return rows.map((r) => r.id);
@@ -100,8 +107,8 @@ export async function listDeadLetters(
     `SELECT callbacks.id::text, callbacks.delivery_id::text, callbacks.client_id, callbacks.url,
             callbacks.attempts, callbacks.last_error, d.recipient, d.channel, d.reference,
             ${isoSql('callbacks.updated_at')} AS updated_at
-       FROM callbacks LEFT JOIN deliveries d ON d.id = callbacks.delivery_id
-      WHERE callbacks.status = 'dead' AND ${CALLBACKS_GROUP_KEY} = $1
+       FROM ${DEAD} LEFT JOIN deliveries d ON d.id = callbacks.delivery_id
+      WHERE ${CALLBACKS_GROUP_KEY} = $1
         AND ($2::timestamptz IS NULL OR (callbacks.updated_at, callbacks.id) > ($2::timestamptz, $3::uuid))
       ORDER BY callbacks.updated_at, callbacks.id LIMIT $4`,
     [opts.group, opts.after?.at ?? null, opts.after?.id ?? null, DEAD_PAGE + 1],
