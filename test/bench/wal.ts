@@ -10,6 +10,10 @@
  *   npm run bench:wal                        both configurations, two handoffs each
  *   WAL_CONFIG=project|stock npm run bench:wal   one of them
  *   WAL_N=10000 WAL_HANDOFFS=2               recipients per handoff, handoffs per database
+ *   WAL_CALLBACKS=off                        the life without a callback
+ *   WAL_STATEMENTS=1                         each statement's time and WAL (pg_stat_statements)
+ *   WAL_SETTINGS=name=value,...              more PostgreSQL settings
+ *   WAL_WARMUP=n, WAL_FRESH_ENS=1, WAL_NODE_ARGS='...'   the first handoff's experiments (below)
  *
  * "project" is PostgreSQL as ENS starts it itself (local-engines' settings); "stock" turns those
  * off again (wal_compression off, the default checkpoint spacing), as a PostgreSQL 15 an operator
@@ -50,6 +54,8 @@ export interface WalHandoff {
   ms: number;
   walBytes: number;
   pgCpuSeconds: number;
+  /** CPU of the ENS process (all roles) over the same handoff. */
+  ensCpuSeconds: number;
 }
 
 export interface WalMeasure {
@@ -238,16 +244,39 @@ export async function measureWal(o: {
       natsUrl: nats.url,
       dataDir: path.join(root, 'ens'),
     });
-    const fromSource = ['--conditions=ens-source', '--import=tsx'];
-    const ens = await startEns({ name: `wal-${o.config}`, env, nodeArgs: fromSource });
+    // WAL_NODE_ARGS: more node flags for ENS, for experiments (V8's heap sizing, ...).
+    const fromSource = [
+      '--conditions=ens-source',
+      '--import=tsx',
+      ...(process.env.WAL_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    ];
+    let ens = await startEns({ name: `wal-${o.config}`, env, nodeArgs: fromSource });
     cleanups.push(() => ens.stop());
     const client = await createClient(env, 'wal', fromSource);
     const token = await mintToken(ens.baseUrl, client);
     await provisionTenant(ens.baseUrl, token, 'bench');
     const receiver = await startReceiver();
     cleanups.push(() => receiver.stop());
-    const http = ensPool(ens.baseUrl, 1);
+    let http = ensPool(ens.baseUrl, 1);
     cleanups.push(() => http.close());
+    const handoff = async (recipients: string[]) => {
+      const { done } = callbacks
+        ? await receiver.expect(recipients.length)
+        : { done: Promise.resolve() };
+      const body = handoffBody(recipients, {
+        eventType: 'wal',
+        ...(callbacks ? { callbackUrl: receiver.url } : {}),
+      });
+      const id = handoffId(await postHandoff(http.pool, token, body));
+      await done;
+      await waitOver(db, id);
+    };
+    // Experiments on the first handoff's extra cost (issue 27): WAL_WARMUP=n sends n recipients
+    // first, unmeasured, so the first measured handoff meets a warm ENS on a nearly empty record;
+    // WAL_FRESH_ENS=1 starts a new ENS process before every handoff, so each meets a cold ENS.
+    const warmup = Number(process.env.WAL_WARMUP ?? 0);
+    if (warmup > 0) await handoff(phones(warmup, 10_000_000));
+    const freshEns = process.env.WAL_FRESH_ENS === '1';
     // Settle: the migrations' and the start's writes, and a checkpoint, are not the deliveries'.
     await db.query('CHECKPOINT');
     await sleep(1_000);
@@ -256,28 +285,31 @@ export async function measureWal(o: {
     const startLsn = await lsn(db);
     const handoffs: WalHandoff[] = [];
     for (let h = 0; h < o.handoffs; h++) {
-      const { done } = callbacks ? await receiver.expect(o.n) : { done: Promise.resolve() };
+      if (freshEns && h > 0) {
+        await http.close();
+        await ens.stop();
+        ens = await startEns({ name: `wal-${o.config}`, env, nodeArgs: fromSource });
+        http = ensPool(ens.baseUrl, 1);
+        await sleep(1_000);
+      }
       const lsn0 = await lsn(db);
       const cpu0 = await treeCpuSeconds(postgres.pid!);
+      const ensCpu0 = await treeCpuSeconds(ens.pid);
       const t0 = wallMs();
-      const body = handoffBody(phones(o.n, h * o.n), {
-        eventType: 'wal',
-        ...(callbacks ? { callbackUrl: receiver.url } : {}),
-      });
-      const id = handoffId(await postHandoff(http.pool, token, body));
-      await done;
-      await waitOver(db, id);
+      await handoff(phones(o.n, h * o.n));
       const ms = wallMs() - t0;
       const cpu1 = await treeCpuSeconds(postgres.pid!);
+      const ensCpu = (await treeCpuSeconds(ens.pid)) - ensCpu0;
       const lsn1 = await lsn(db);
       const walBytes = Number(
         (await db.query<{ d: string }>('SELECT pg_wal_lsn_diff($1, $2)::text AS d', [lsn1, lsn0]))
           .rows[0]!.d,
       );
-      handoffs.push({ n: o.n, ms, walBytes, pgCpuSeconds: cpu1 - cpu0 });
+      handoffs.push({ n: o.n, ms, walBytes, pgCpuSeconds: cpu1 - cpu0, ensCpuSeconds: ensCpu });
       progress(
         `wal ${o.config}: handoff ${h + 1}: ${(walBytes / o.n / 1024).toFixed(2)} KB WAL and ` +
-          `${(((cpu1 - cpu0) / o.n) * 1000).toFixed(3)} ms PostgreSQL CPU per delivery, ${(ms / 1000).toFixed(1)} s`,
+          `${(((cpu1 - cpu0) / o.n) * 1000).toFixed(3)} ms PostgreSQL CPU per delivery, ${(ms / 1000).toFixed(1)} s ` +
+          `(ENS ${((ensCpu / o.n) * 1000).toFixed(3)} ms CPU per delivery)`,
       );
     }
     const endLsn = await lsn(db);
@@ -336,7 +368,7 @@ export function formatWal(m: WalMeasure, top = Number(process.env.WAL_TOP ?? 25)
       m.handoffs
         .map(
           (h) =>
-            `${kb(h.walBytes, h.n)} KB, ${((h.pgCpuSeconds / h.n) * 1000).toFixed(3)} ms, ${(h.ms / 1000).toFixed(1)} s`,
+            `${kb(h.walBytes, h.n)} KB, ${((h.pgCpuSeconds / h.n) * 1000).toFixed(3)} ms, ${(h.ms / 1000).toFixed(1)} s (ENS ${((h.ensCpuSeconds / h.n) * 1000).toFixed(3)} ms)`,
         )
         .join('; '),
     '',
