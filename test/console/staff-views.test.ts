@@ -534,7 +534,7 @@ t.test(
 
     // A callback's posts, told apart by their delivery (one callback per delivery here; the body
     // is built at each post from the callback's snapshot, migration 019).
-    const postsOf = (_callbackId: string, deliveryId: string): ReceivedPost[] =>
+    const postsOf = (deliveryId: string): ReceivedPost[] =>
       deadReceiver.posts.filter(
         (p) =>
           (JSON.parse(p.raw.toString('utf8')) as { delivery_id: string }).delivery_id ===
@@ -545,7 +545,7 @@ t.test(
     const [one, other] = deadIds as [string, string];
     const oneDelivery = await deliveryOf(one);
     t.equal(
-      postsOf(one, oneDelivery).length,
+      postsOf(oneDelivery).length,
       3,
       '(the receiver saw three failed posts before it became dead)',
     );
@@ -574,13 +574,13 @@ t.test(
     t.equal(new URL(page.url()).pathname, groupPath, '303 back to the group');
     t.ok((await textOf(page.locator('p#flash[role="status"]'))).length > 0, 'with a flash message');
     const replayed = await waitFor(
-      async () => postsOf(one, oneDelivery).find((p) => p.answered === 200),
+      async () => postsOf(oneDelivery).find((p) => p.answered === 200),
       10_000,
       'the replayed post',
     );
     t.equal(
       replayed.headers['webhook-id'],
-      postsOf(one, oneDelivery)[0]!.headers['webhook-id'],
+      postsOf(oneDelivery)[0]!.headers['webhook-id'],
       'the re-post keeps its webhook-id',
     );
     await waitFor(
@@ -610,7 +610,7 @@ t.test(
     );
     const otherDelivery = await deliveryOf(other);
     await waitFor(
-      async () => postsOf(other, otherDelivery).find((p) => p.answered === 200),
+      async () => postsOf(otherDelivery).find((p) => p.answered === 200),
       10_000,
       'the re-post of the other',
     );

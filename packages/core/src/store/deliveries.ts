@@ -233,15 +233,15 @@ SELECT id, version FROM d`;
 
 /*
  * What a transition that ends a delivery outside an attempt (suppressed, reported failed) returns:
- * the callback payload as the row now holds it, read with the record's own columns, and where the
- * callback goes (the handoff's URL, when the client has a secret to sign it with).
+ * the callback payload as the row now holds it, read with the record's own columns, and whether a
+ * callback is wanted (the handoff has a URL, which the callback reads from it when posted, and the
+ * client a secret to sign it with).
  */
-const CALLBACK_RETURNING = `${recordColumns('d', CALLBACK_FIELDS)}, d.client_id, h.callback_url, h.traceparent,
+const CALLBACK_RETURNING = `${recordColumns('d', CALLBACK_FIELDS)}, d.client_id, h.traceparent,
   (h.callback_url IS NOT NULL AND cl.callback_secret_enc IS NOT NULL) AS wants_callback`;
 
 type EndedRow = CallbackPayload & {
   client_id: string;
-  callback_url: string | null;
   traceparent: string | null;
   wants_callback: boolean;
 };
