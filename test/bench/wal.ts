@@ -56,6 +56,8 @@ export interface WalHandoff {
   pgCpuSeconds: number;
   /** CPU of the ENS process (all roles) over the same handoff. */
   ensCpuSeconds: number;
+  /** Of pgCpuSeconds, what the backends of each ENS pool used (by application_name). */
+  pgCpuByPool: Record<string, number>;
 }
 
 export interface WalMeasure {
@@ -140,6 +142,56 @@ async function treeCpuSeconds(root: number): Promise<number> {
     stack.push(...(kids.get(p.pid) ?? []));
   }
   return sum;
+}
+
+/*
+ * What each ENS pool's backends carry, for the CPU split (runtime.ts names the pools): the
+ * outcomes and the feed's stamps, the claims and the callbacks' records, the rest.
+ */
+const POOLS: Record<string, string> = {
+  'ens-keyed': 'outcomes and stamps',
+  'ens-leases': 'claims and callback records',
+  ens: 'accepts, reads and jobs',
+};
+
+/** CPU seconds so far of each ENS pool's backends, per pid (pg_stat_activity's application_name). */
+async function poolBackendsCpu(db: pg.Pool): Promise<Map<number, { pool: string; cpu: number }>> {
+  const { rows } = await db.query<{ pid: number; pool: string }>(
+    `SELECT pid, application_name AS pool FROM pg_stat_activity
+      WHERE backend_type = 'client backend' AND application_name = ANY($1::text[])`,
+    [Object.keys(POOLS)],
+  );
+  const out = new Map<number, { pool: string; cpu: number }>();
+  for (const r of rows) {
+    const s = await readFile(`/proc/${r.pid}/stat`, 'utf8').catch(() => null);
+    if (!s) continue;
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    out.set(r.pid, { pool: r.pool, cpu: (Number(f[11]) + Number(f[12])) / CLK_TCK });
+  }
+  return out;
+}
+
+/**
+ * Each pool's CPU between two snapshots: a backend that connected meanwhile counts whole; one that
+ * went (a pool closing an idle connection) is lost to the split, and stays in the total.
+ */
+function poolCpuDelta(
+  before: Map<number, { pool: string; cpu: number }>,
+  after: Map<number, { pool: string; cpu: number }>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [pid, a] of after)
+    out[a.pool] = (out[a.pool] ?? 0) + a.cpu - (before.get(pid)?.cpu ?? 0);
+  return out;
+}
+
+/** "ens-keyed (outcomes and stamps) 0.052 ms, ...": each pool's share per delivery, then the rest. */
+function formatPoolCpu(h: WalHandoff): string {
+  const pools = Object.keys(POOLS).map(
+    (p) => `${p} (${POOLS[p]}) ${(((h.pgCpuByPool[p] ?? 0) / h.n) * 1000).toFixed(3)} ms`,
+  );
+  const rest = h.pgCpuSeconds - Object.values(h.pgCpuByPool).reduce((a, b) => a + b, 0);
+  return `${pools.join(', ')}, the rest ${((rest / h.n) * 1000).toFixed(3)} ms`;
 }
 
 async function lsn(db: pg.Pool): Promise<string> {
@@ -294,22 +346,32 @@ export async function measureWal(o: {
       }
       const lsn0 = await lsn(db);
       const cpu0 = await treeCpuSeconds(postgres.pid!);
+      const pools0 = await poolBackendsCpu(db);
       const ensCpu0 = await treeCpuSeconds(ens.pid);
       const t0 = wallMs();
       await handoff(phones(o.n, h * o.n));
       const ms = wallMs() - t0;
       const cpu1 = await treeCpuSeconds(postgres.pid!);
+      const pgCpuByPool = poolCpuDelta(pools0, await poolBackendsCpu(db));
       const ensCpu = (await treeCpuSeconds(ens.pid)) - ensCpu0;
       const lsn1 = await lsn(db);
       const walBytes = Number(
         (await db.query<{ d: string }>('SELECT pg_wal_lsn_diff($1, $2)::text AS d', [lsn1, lsn0]))
           .rows[0]!.d,
       );
-      handoffs.push({ n: o.n, ms, walBytes, pgCpuSeconds: cpu1 - cpu0, ensCpuSeconds: ensCpu });
+      const done: WalHandoff = {
+        n: o.n,
+        ms,
+        walBytes,
+        pgCpuSeconds: cpu1 - cpu0,
+        ensCpuSeconds: ensCpu,
+        pgCpuByPool,
+      };
+      handoffs.push(done);
       progress(
         `wal ${o.config}: handoff ${h + 1}: ${(walBytes / o.n / 1024).toFixed(2)} KB WAL and ` +
           `${(((cpu1 - cpu0) / o.n) * 1000).toFixed(3)} ms PostgreSQL CPU per delivery, ${(ms / 1000).toFixed(1)} s ` +
-          `(ENS ${((ensCpu / o.n) * 1000).toFixed(3)} ms CPU per delivery)`,
+          `(ENS ${((ensCpu / o.n) * 1000).toFixed(3)} ms CPU per delivery); PostgreSQL by pool: ${formatPoolCpu(done)}`,
       );
     }
     const endLsn = await lsn(db);
@@ -344,6 +406,21 @@ export async function measureWal(o: {
   }
 }
 
+/** The handoffs of a measure as one, for its totals. */
+function wholeRun(m: WalMeasure): WalHandoff {
+  const pgCpuByPool: Record<string, number> = {};
+  for (const h of m.handoffs)
+    for (const [p, s] of Object.entries(h.pgCpuByPool)) pgCpuByPool[p] = (pgCpuByPool[p] ?? 0) + s;
+  return {
+    n: m.deliveries,
+    ms: m.handoffs.reduce((a, h) => a + h.ms, 0),
+    walBytes: m.walBytes,
+    pgCpuSeconds: m.pgCpuSeconds,
+    ensCpuSeconds: m.handoffs.reduce((a, h) => a + h.ensCpuSeconds, 0),
+    pgCpuByPool,
+  };
+}
+
 const kb = (bytes: number, n: number) => (bytes / n / 1024).toFixed(2);
 
 /** A Markdown account of one measure: totals, per handoff, and the two breakdowns (top rows). */
@@ -371,6 +448,8 @@ export function formatWal(m: WalMeasure, top = Number(process.env.WAL_TOP ?? 25)
             `${kb(h.walBytes, h.n)} KB, ${((h.pgCpuSeconds / h.n) * 1000).toFixed(3)} ms, ${(h.ms / 1000).toFixed(1)} s (ENS ${((h.ensCpuSeconds / h.n) * 1000).toFixed(3)} ms)`,
         )
         .join('; '),
+    '',
+    `PostgreSQL CPU per delivery by ENS pool, all handoffs: ${formatPoolCpu(wholeRun(m))}`,
     '',
     ...table('record type', m.byRecord),
     '',
