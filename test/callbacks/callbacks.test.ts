@@ -3,7 +3,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { freePort } from '@ens/local-engines';
 import { createLogger, loadConfig, openRuntime } from '@ens/core';
-import { isoSql, loadDelivery, SecretBox } from '@ens/core/internal';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { CALLBACK_STREAM, isoSql, loadDelivery, SecretBox } from '@ens/core/internal';
 import { startRoles } from '@ens/app/roles';
 import { postCallback } from '@ens/service-callbacks';
 import { startTestService, smsHandoff, waitFor, type TestClient } from '../harness/service.ts';
@@ -315,6 +316,54 @@ t.test(
       t.equal(posts.length, 2);
       t.ok(posts[0]!.at < posts[1]!.at, 'the failure before the success');
     });
+  },
+);
+
+t.test(
+  'with every role in one process a callback is posted with no wake-up through NATS; a retry gets one',
+  async (t) => {
+    // The outcome claims the callback for this process's callbacks role and hands it over
+    // (DeliveryStore.postCallbacksHere): no wake-up is published and no claim statement runs.
+    const jsm = await jetstreamManager(svc.rt.nc);
+    const published = async () => (await jsm.streams.info(CALLBACK_STREAM)).state.last_seq;
+    const before = await published();
+    const ok = await startReceiver(t);
+    const phones = ['+15553340001', '+15553340002', '+15553340003'];
+    const r = await svc.send(client, smsHandoff('acme', phones, { callback_url: ok.url }));
+    t.equal(r.status, 202);
+    await waitFor(async () => ok.posts.length >= 3, 10_000, 'the three posts');
+    for (const d of r.body.deliveries)
+      await waitFor(
+        async () => (await callbackRow(d.delivery_id))?.status === 'delivered',
+        5_000,
+        'each callback recorded delivered',
+      );
+    t.equal(await published(), before, 'no callback wake-up was published');
+    t.same(
+      await Promise.all(
+        r.body.deliveries.map(async (d: any) => (await callbackRow(d.delivery_id))?.attempts),
+      ),
+      [1, 1, 1],
+      'each posted once, as attempt 1',
+    );
+
+    // A refused post's retry is due later: its record wakes it through NATS, once.
+    const flaky = await startReceiver(t, [500, 200]);
+    const again = await svc.send(
+      client,
+      smsHandoff('acme', ['+15553340004'], { callback_url: flaky.url }),
+    );
+    const id = again.body.deliveries[0].delivery_id;
+    await waitFor(
+      async () => (await callbackRow(id))?.status === 'delivered',
+      10_000,
+      'the retried callback recorded delivered',
+    );
+    t.same(
+      flaky.posts.map((p) => p.answered),
+      [500, 200],
+    );
+    t.equal(await published(), before + 1, 'one wake-up, for the retry');
   },
 );
 

@@ -170,7 +170,12 @@ export type {
   Transition,
   StatusReport,
 } from './store/deliveries.ts';
-export type { ClaimedCallback, CallbackClaim, PostResult } from './store/callbacks.ts';
+export type {
+  ClaimedCallback,
+  CallbackClaim,
+  InProcessPoster,
+  PostResult,
+} from './store/callbacks.ts';
 export type { DeviceUpsert } from './store/devices.ts';
 
 export { hashSecret, verifySecret } from './secrets/password-hash.ts';

@@ -219,6 +219,8 @@ t.test(
           each(ids, CLIENT),
           each(ids, null),
           each(ids, null),
+          each(ids, null),
+          session,
         ],
       ],
       ['ens-claim-callbacks', leases, [cbIds, each(cbIds, 30_000), session]],

@@ -17,6 +17,7 @@ import {
   traceparentOf,
   type CallbackClaim,
   type ClaimedCallback,
+  type InProcessPoster,
   type PostResult,
 } from '@ens/core/internal';
 import { postCallback } from './post/poster.ts';
@@ -110,10 +111,82 @@ function openSecret(rt: Runtime, client: ClientRow): string | null {
   return secret;
 }
 
+/** A claimed callback's post: its result, and whether it could be signed at all. */
+interface Posted {
+  claim: ClaimedCallback;
+  result: PostResult;
+  signed: boolean;
+}
+
 /**
- * Posts one queued callback. The body bytes were fixed when the delivery reached its terminal
- * state; each attempt signs those same bytes, with the same webhook-id and a fresh timestamp.
+ * Signs and posts one claimed callback, in its post slot. The body bytes were fixed when the
+ * delivery reached its terminal state; each attempt signs those same bytes, with the same
+ * webhook-id and a fresh timestamp.
  */
+async function signAndPost(
+  rt: Runtime,
+  directory: ClientDirectory,
+  receiver: ReceiverTimer,
+  claim: ClaimedCallback,
+): Promise<Posted> {
+  const rawBody = Buffer.from(claim.body, 'utf8');
+  const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
+  if ('error' in signing)
+    return { claim, result: { ok: false, error: signing.error }, signed: false };
+  // The post's own span, and its traceparent on the request: the receiver's handler joins the
+  // trace as its child.
+  const span = startCallbackPostSpan(claim);
+  const traceparent = span && traceparentOf(span);
+  receiver.begin();
+  const out = await postCallback({
+    url: claim.url,
+    rawBody,
+    headers: traceparent ? { ...signing.headers, traceparent } : signing.headers,
+    timeoutMs: rt.config.callbackTimeoutMs,
+    allowPrivate: rt.config.allowPrivateCallbacks,
+  });
+  if (span) endCallbackPostSpan(span, out);
+  const result =
+    out.outcome === 'delivered'
+      ? { ok: true, httpStatus: out.status }
+      : { ok: false, httpStatus: out.status, error: out.error };
+  return { claim, result, signed: true };
+}
+
+/**
+ * Records a post (core's retry policy decides what a failure becomes) and counts it. While
+ * PostgreSQL is away the result is kept and tried again until the lease runs out
+ * (outcome-retry.ts), rather than left to the lease; the record is versioned by attempt.
+ */
+async function recordPost(
+  rt: Runtime,
+  { claim, result, signed }: Posted,
+  deadline: number,
+  keepAlive: () => void,
+): Promise<{ status: 'delivered' | 'pending' | 'dead'; retryIn: number | null }> {
+  // Null for a delivered post, and for the dead letters (schedule spent, or a callback that
+  // cannot be signed).
+  const retryIn = decideCallbackRetry(
+    { ok: result.ok, signed },
+    claim.attemptInRound,
+    rt.config.callbackBackoffMs,
+  );
+  const status = await recordOutcome(() => rt.callbacks.record(claim, result, retryIn), {
+    deadline,
+    keepAlive,
+    logger: rt.logger,
+    context: { callbackId: claim.id, deliveryId: claim.deliveryId },
+  });
+  callbackPosts.inc({ result: status === 'pending' ? 'retry' : status });
+  if (status === 'dead')
+    rt.logger.warn(
+      { callbackId: claim.id, deliveryId: claim.deliveryId, error: result.error },
+      'callback moved to dead letters',
+    );
+  return { status, retryIn };
+}
+
+/** Posts one queued callback, woken through NATS: claimed here, once its post slot is free. */
 function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) {
   const leaseMs = callbackLeaseMs(rt.config.leaseMs, rt.config.callbackTimeoutMs);
   return async (m: JsMsg): Promise<void> => {
@@ -129,37 +202,11 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) 
       wakeup.id,
       wakeup.clientId,
       m,
-      async (
-        receiver,
-      ): Promise<
-        | Exclude<CallbackClaim, ClaimedCallback>
-        | { claim: ClaimedCallback; result: PostResult; signed: boolean }
-      > => {
+      async (receiver): Promise<Exclude<CallbackClaim, ClaimedCallback> | Posted> => {
         claimedAt = Date.now();
         const claim = await rt.callbacks.claim(wakeup.id, leaseMs);
         if ('miss' in claim) return claim;
-        const rawBody = Buffer.from(claim.body, 'utf8');
-        const signing = signingHeaders(rt, await directory.get(claim.clientId), claim.id, rawBody);
-        if ('error' in signing)
-          return { claim, result: { ok: false, error: signing.error }, signed: false };
-        // The post's own span, and its traceparent on the request: the receiver's handler joins the
-        // trace as its child.
-        const span = startCallbackPostSpan(claim);
-        const traceparent = span && traceparentOf(span);
-        receiver.begin();
-        const out = await postCallback({
-          url: claim.url,
-          rawBody,
-          headers: traceparent ? { ...signing.headers, traceparent } : signing.headers,
-          timeoutMs: rt.config.callbackTimeoutMs,
-          allowPrivate: rt.config.allowPrivateCallbacks,
-        });
-        if (span) endCallbackPostSpan(span, out);
-        const result =
-          out.outcome === 'delivered'
-            ? { ok: true, httpStatus: out.status }
-            : { ok: false, httpStatus: out.status, error: out.error };
-        return { claim, result, signed: true };
+        return signAndPost(rt, directory, receiver, claim);
       },
     );
     if (posted === undefined) return;
@@ -168,33 +215,57 @@ function postHandler(rt: Runtime, directory: ClientDirectory, slots: PostSlots) 
       else m.ack();
       return;
     }
-    const { claim, result, signed } = posted;
-    // The retry policy (core's retry-policy.ts): null for a delivered post, and for the dead
-    // letters (schedule spent, or a callback that cannot be signed).
-    const retryIn = decideCallbackRetry(
-      { ok: result.ok, signed },
-      claim.attemptInRound,
-      rt.config.callbackBackoffMs,
+    const { status, retryIn } = await recordPost(rt, posted, claimedAt + leaseMs, () =>
+      m.working(),
     );
-    // While PostgreSQL is away the post's result is kept and tried again until the lease runs out
-    // (outcome-retry.ts), rather than left to the lease; the record is versioned by attempt.
-    const status = await recordOutcome(() => rt.callbacks.record(claim, result, retryIn), {
-      deadline: claimedAt + leaseMs,
-      keepAlive: () => m.working(),
-      logger: rt.logger,
-      context: { callbackId: claim.id, deliveryId: claim.deliveryId },
-    });
-    callbackPosts.inc({ result: status === 'pending' ? 'retry' : status });
     if (status === 'pending' && retryIn !== null) {
       m.nak(retryIn);
       return;
     }
-    if (status === 'dead')
-      rt.logger.warn(
-        { callbackId: claim.id, deliveryId: claim.deliveryId, error: result.error },
-        'callback moved to dead letters',
-      );
     m.ack();
+  };
+}
+
+/**
+ * This role as the poster of the callbacks that deliveries ending in this process queue
+ * (InProcessPoster, DeliveryStore.postCallbacksHere): each comes claimed by the outcome that
+ * queued it, with no wake-up, and takes only a client's post that would start soon, since its
+ * lease already runs. One whose post cannot start (the role stopping, its receiver turned slow)
+ * is given back and woken for whichever process takes it; a retry's wake-up comes from its record.
+ */
+function inProcessPoster(
+  rt: Runtime,
+  directory: ClientDirectory,
+  slots: PostSlots,
+): InProcessPoster {
+  const leaseMs = callbackLeaseMs(rt.config.leaseMs, rt.config.callbackTimeoutMs);
+  const post = async (claim: ClaimedCallback): Promise<void> => {
+    // The lease began at the outcome's commit, a moment before this.
+    const claimedAt = Date.now();
+    let posted: Posted;
+    try {
+      posted = await slots.run(claim.clientId, (receiver) =>
+        signAndPost(rt, directory, receiver, claim),
+      );
+    } catch (err) {
+      if (!(err instanceof SlotsClosedError) && !(err instanceof PostDeferred)) throw err;
+      if (err instanceof PostDeferred) callbacksDeferred.inc();
+      await rt.callbacks.release(claim);
+      return;
+    }
+    await recordPost(rt, posted, claimedAt + leaseMs, () => {});
+  };
+  return {
+    leaseMs,
+    takes: (clientId) => slots.startsSoon(clientId),
+    post(claim) {
+      post(claim).catch((err: unknown) =>
+        rt.logger.error(
+          { err, callbackId: claim.id },
+          'an in-process callback post failed; its lease will run out and it will be posted again',
+        ),
+      );
+    },
   };
 }
 
@@ -245,6 +316,8 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   await rt.session.start();
   const slots = new PostSlots({ size: POST_SLOTS, perClient: POSTS_PER_CLIENT, ...SLOW_RECEIVER });
   const handler = postHandler(rt, directory, slots);
+  // Deliveries that end in this process hand their callbacks straight to these slots.
+  rt.deliveries.postCallbacksHere(inProcessPoster(rt, directory, slots));
   const consumer = await consumeWorkQueue({
     js: rt.js,
     stream: CALLBACK_STREAM,
@@ -266,6 +339,8 @@ export async function startCallbacks(rt: Runtime): Promise<CallbacksRole> {
   return {
     async stop() {
       clearInterval(deferring);
+      // No more callbacks claimed for this process; those already handed over finish or go back.
+      rt.deliveries.postCallbacksHere(null);
       void jobs.stop();
       // Posts under way finish; held wake-ups that have not started go back to the queue.
       slots.close();

@@ -158,6 +158,21 @@ export class PostSlots {
   }
 
   /**
+   * Whether a post of this client arriving now would start within maxWaitMs, by the client's post
+   * durations, however fast (deferral lets a fast receiver's backlog wait as long as it takes).
+   * Changes nothing. For a callback whose lease already runs (claimed at its insert), which must
+   * not wait long for its slot.
+   */
+  startsSoon(client: string): boolean {
+    if (this.#closed) return false;
+    const st = this.#clients.get(client);
+    if (!st || st.admitted < this.#o.perClient) return true;
+    const now = performance.now();
+    const ahead = st.parked.length + this.#handedBackCount(st, now);
+    return Math.ceil((ahead + 1) / this.#o.perClient) * this.#perPost(st, now) <= this.#o.maxWaitMs;
+  }
+
+  /**
    * Hands back every parked post that would wait longer than maxWaitMs (its caller gets
    * PostDeferred with the time to hand its wake-up back for), keeping the ones nearer their turn.
    * Returns how many.

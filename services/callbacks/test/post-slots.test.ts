@@ -200,6 +200,29 @@ t.test(
   },
 );
 
+t.test(
+  "startsSoon: by the wait behind the client's own share, however quick its posts; closed, never",
+  async (t) => {
+    const slots = slotsOf(8, 2, { maxWaitMs: 100 });
+    t.ok(slots.startsSoon('a'), 'a client with no posts');
+    const g = gate();
+    const running = [1, 2].map(() => posting(slots, 'a', () => g.wait));
+    await pause(5);
+    t.ok(slots.startsSoon('a'), 'at its share with none parked, its posts not yet long');
+    // Posts that have run for 60 ms so far, two at a time: a post behind two parked ones waits
+    // about two rounds of them, more than 100 ms.
+    const parked = [3, 4].map(() => posting(slots, 'a', () => g.wait));
+    await pause(60);
+    t.notOk(slots.startsSoon('a'), 'behind parked posts that would keep it past maxWaitMs');
+    t.ok(slots.startsSoon('b'), 'another client is not held by them');
+    t.equal(slots.waiting, 2, 'asking moved nothing');
+    g.finish();
+    await Promise.all([...running, ...parked]);
+    slots.close();
+    t.notOk(slots.startsSoon('b'), 'closed slots take nothing');
+  },
+);
+
 t.test('sizes are checked', async (t) => {
   t.throws(() => slotsOf(0, 1), RangeError);
   t.throws(() => slotsOf(4, 0), RangeError);

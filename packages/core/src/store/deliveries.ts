@@ -3,7 +3,7 @@ import type { Db, DbClient } from '../db/pool.ts';
 import { Coalescer } from '../db/coalescer.ts';
 import { inTransaction, isoSql, queryByIds } from '../db/pool.ts';
 import { newId } from '../ids.ts';
-import { callbackSnapshot } from '../schemas/callback-payload.ts';
+import { callbackBody, callbackSnapshot } from '../schemas/callback-payload.ts';
 import type { Channel } from '../schemas/channel.ts';
 import type { CallbackPayload } from '../schemas/delivery.ts';
 import {
@@ -16,6 +16,7 @@ import {
 } from '../nats/wakeups.ts';
 import { CHANNEL_RULES } from '../domain/channels.ts';
 import { lostAttemptsSql } from './attempt-rows.ts';
+import type { ClaimedCallback, InProcessPoster } from './callbacks.ts';
 import { CALLBACK_FIELDS, recordColumns } from '../domain/delivery-record.ts';
 import { formatTimestamp } from '../timestamps.ts';
 import {
@@ -49,6 +50,8 @@ export interface ClaimedDelivery {
   tenantSettings: Record<string, unknown>;
   /** True when a terminal state must produce a callback (URL given and client has a secret). */
   wantsCallback: boolean;
+  /** Where that callback goes (the handoff's callback_url); when absent, it is read when posted. */
+  callbackUrl?: string | null;
   /**
    * The W3C traceparent of the span that accepted the handoff; null when it was accepted untraced.
    */
@@ -168,7 +171,7 @@ WITH x AS (
 )
 SELECT c.id, c.version, c.attempts, c.client_id, c.handoff_id, c.tenant, c.event_type, c.reference, c.channel, c.recipient,
        h.content, h.traceparent, coalesce(t.settings, '{}'::jsonb) AS tenant_settings,
-       (h.callback_url IS NOT NULL AND cl.has_secret) AS wants_callback, cl.bulk
+       (h.callback_url IS NOT NULL AND cl.has_secret) AS wants_callback, h.callback_url, cl.bulk
   FROM c
   -- Each claimed row's handoff, client and tenant, looked up by key: OFFSET 0 keeps each lookup a
   -- subquery run per row, so no plan (a generic one made while the tables were empty) can scan them.
@@ -192,8 +195,12 @@ SELECT d.id, d.status, greatest(0, extract(epoch FROM d.next_attempt_at - now())
 const FINISH_SQL = `
 WITH x AS (
   SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::float8[],
-                       $9::text[], $10::int[], $11::text[], $12::text[], $13::text[])
-    WITH ORDINALITY AS x(id, version, status, provider, provider_message_id, sent_at, error, delay_ms, outcome, number, client_id, snapshot, traceparent, n)
+                       $9::text[], $10::int[], $11::text[], $12::text[], $13::text[], $14::float8[])
+    WITH ORDINALITY AS x(id, version, status, provider, provider_message_id, sent_at, error, delay_ms, outcome, number, client_id, snapshot, traceparent, callback_lease_ms, n)
+), live AS (
+  -- A callback claimed at its insert names this process's session, as every claim does; a session
+  -- already ended (this process was paused) claims none, and they go out as wake-ups.
+  SELECT $15::int IS NOT NULL AND EXISTS (SELECT 1 FROM process_sessions s WHERE s.id = $15) AS ok
 ), clock AS (
   -- The outcome stamps its rows for the feed itself, as the feed role would (store/feed.ts): from
   -- the one feed clock, whose row lock is held until commit, so stamps still follow commit order
@@ -211,7 +218,8 @@ WITH x AS (
          updated_at = (SELECT t FROM base) + (x.n - 1) * interval '1 microsecond'
     FROM x
    WHERE d.id = x.id AND d.version = x.version
-  RETURNING d.id, d.updated_at, d.claimed_at, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.client_id, x.snapshot, x.traceparent
+  RETURNING d.id, d.updated_at, d.claimed_at, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.client_id, x.snapshot, x.traceparent,
+            x.snapshot IS NOT NULL AND x.callback_lease_ms IS NOT NULL AS claim_callback, x.callback_lease_ms
 ), tick AS (
   UPDATE feed_clock SET last = s.last
     FROM (SELECT max(updated_at) AS last FROM d) s
@@ -226,10 +234,16 @@ WITH x AS (
   -- The delivery's first callback, keyed by the delivery's id: a terminal state is reached once
   -- (migration 022). It keeps its payload's changing fields; the body is built from them and the
   -- delivery's unchanging ones, and the URL is the handoff's, when posted (migrations 019, 021).
-  INSERT INTO callbacks (id, delivery_id, client_id, snapshot, traceparent)
-  SELECT id, id, client_id, snapshot, traceparent FROM d WHERE snapshot IS NOT NULL
+  -- One this process's callbacks role will post is claimed here, as its claim would (store/callbacks.ts):
+  -- attempt 1, leased to this session (DeliveryStore.postCallbacksHere).
+  INSERT INTO callbacks (id, delivery_id, client_id, snapshot, traceparent, attempts, lease_until, claimed_by)
+  SELECT d.id, d.id, d.client_id, d.snapshot, d.traceparent,
+         CASE WHEN d.claim_callback AND live.ok THEN 1 ELSE 0 END,
+         CASE WHEN d.claim_callback AND live.ok THEN now() + d.callback_lease_ms * interval '1 millisecond' END,
+         CASE WHEN d.claim_callback AND live.ok THEN $15::int END
+    FROM d, live WHERE d.snapshot IS NOT NULL
 )
-SELECT id, version FROM d`;
+SELECT d.id, d.version, d.claim_callback AND live.ok AS callback_claimed FROM d, live`;
 
 /*
  * What a transition that ends a delivery outside an attempt (suppressed, reported failed) returns:
@@ -312,11 +326,42 @@ interface FinishRequest {
   clientId: string;
   snapshot: string | null;
   traceparent: string | null;
+  /** The lease of the callback it queues when this process's callbacks role will post it; else null. */
+  callbackLeaseMs: number | null;
 }
+
+/**
+ * The callback an outcome claimed at its insert, as the callbacks role's claim would have returned
+ * it (store/callbacks.ts): its first post, its body built from the same snapshot.
+ */
+function inProcessClaim(
+  d: ClaimedDelivery,
+  snapshot: string,
+  traceparent: string | null,
+): ClaimedCallback {
+  return {
+    id: d.id,
+    deliveryId: d.id,
+    clientId: d.clientId,
+    url: d.callbackUrl!,
+    body: callbackBody(
+      { delivery_id: d.id, reference: d.reference, channel: d.channel, recipient: d.recipient },
+      snapshot,
+    ),
+    attempt: 1,
+    attemptInRound: 1,
+    traceparent,
+    inProcess: true,
+  };
+}
+
+/** What an outcome did: null when its version had moved on, else whether it claimed its callback. */
+type Finished = { callbackClaimed: boolean } | null;
 
 export class DeliveryStore {
   readonly #claims: Coalescer<ClaimRequest, ClaimedDelivery | ClaimMiss>;
-  readonly #finishes: Coalescer<FinishRequest, boolean>;
+  readonly #finishes: Coalescer<FinishRequest, Finished>;
+  #poster: InProcessPoster | null = null;
 
   readonly #leases: Db;
   readonly #keyed: Db;
@@ -419,6 +464,7 @@ export class DeliveryStore {
         content: r.content ?? {},
         tenantSettings: r.tenant_settings,
         wantsCallback: r.wants_callback,
+        callbackUrl: r.callback_url,
         traceparent: r.traceparent,
         bulk: r.bulk === true,
       });
@@ -490,7 +536,11 @@ export class DeliveryStore {
     const error = result.outcome === 'sent' ? null : result.error;
     const sentAt = result.outcome === 'sent' ? formatTimestamp(now) : null;
     let snapshot: string | null = null;
+    // This process's callbacks role posts the callback itself when it can start it now.
+    let poster: InProcessPoster | null = null;
     if (status !== 'pending' && d.wantsCallback) {
+      if (d.callbackUrl && this.#poster?.takes(d.clientId) && this.#session?.id() != null)
+        poster = this.#poster;
       snapshot = callbackSnapshot({
         delivery_id: d.id,
         reference: d.reference,
@@ -505,7 +555,7 @@ export class DeliveryStore {
         last_error: error,
       });
     }
-    const updated = await this.#finishes.call({
+    const finished = await this.#finishes.call({
       id: d.id,
       version: d.version,
       status,
@@ -519,41 +569,64 @@ export class DeliveryStore {
       clientId: d.clientId,
       snapshot,
       traceparent: snapshot === null ? null : traceparent,
+      callbackLeaseMs: poster?.leaseMs ?? null,
     });
-    if (!updated) return null;
+    if (!finished) return null;
     // A terminal state is reached once: its callback is the delivery's first, keyed by the
     // delivery's id (migration 022).
     const callbackId = snapshot === null ? null : d.id;
-    // The outcome stamped its row for the feed itself: only the callbacks role has work from it.
-    if (this.#wake && callbackId !== null)
+    // The outcome stamped its row for the feed itself: only the callbacks role has work from it,
+    // handed to it here when the outcome claimed the callback for it, else woken through NATS.
+    if (callbackId !== null && snapshot !== null && poster && finished.callbackClaimed)
+      poster.post(inProcessClaim(d, snapshot, traceparent));
+    else if (this.#wake && callbackId !== null)
       wakeCallbacks(this.#wake.nc, [{ id: callbackId, clientId: d.clientId }], this.#wake.logger);
     return { status, callbackId };
   }
 
-  async #finishBatch(reqs: FinishRequest[]): Promise<boolean[]> {
+  /**
+   * Makes this process's callbacks role (null: none, or no longer) the poster of the callbacks of
+   * deliveries that end here (InProcessPoster); called by the role as it starts and stops.
+   */
+  postCallbacksHere(poster: InProcessPoster | null): void {
+    this.#poster = poster;
+  }
+
+  async #finishBatch(reqs: FinishRequest[]): Promise<Finished[]> {
     const col = <K extends keyof FinishRequest>(k: K) => reqs.map((r) => r[k]);
-    const { rows } = await queryByIds<{ id: string; version: number }>(this.#keyed, {
-      name: 'ens-finish-deliveries',
-      text: FINISH_SQL,
-      values: [
-        col('id'),
-        col('version'),
-        col('status'),
-        col('provider'),
-        col('providerMessageId'),
-        col('sentAt'),
-        col('error'),
-        col('delayMs'),
-        col('attemptOutcome'),
-        col('attempt'),
-        col('clientId'),
-        col('snapshot'),
-        col('traceparent'),
-      ],
-    });
-    const done = new Set(rows.map((r) => `${r.id}/${r.version}`));
+    const { rows } = await queryByIds<{ id: string; version: number; callback_claimed: boolean }>(
+      this.#keyed,
+      {
+        name: 'ens-finish-deliveries',
+        text: FINISH_SQL,
+        values: [
+          col('id'),
+          col('version'),
+          col('status'),
+          col('provider'),
+          col('providerMessageId'),
+          col('sentAt'),
+          col('error'),
+          col('delayMs'),
+          col('attemptOutcome'),
+          col('attempt'),
+          col('clientId'),
+          col('snapshot'),
+          col('traceparent'),
+          col('callbackLeaseMs'),
+          this.#session?.id() ?? null,
+        ],
+      },
+    );
+    const done = new Map(rows.map((r) => [`${r.id}/${r.version}`, r.callback_claimed]));
     // A row named twice with the same version is updated once: only the first request counts it.
-    return reqs.map((r) => done.delete(`${r.id}/${r.version}`));
+    return reqs.map((r): Finished => {
+      const key = `${r.id}/${r.version}`;
+      const claimed = done.get(key);
+      if (claimed === undefined) return null;
+      done.delete(key);
+      return { callbackClaimed: claimed };
+    });
   }
 
   /**
