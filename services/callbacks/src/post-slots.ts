@@ -160,8 +160,8 @@ export class PostSlots {
   /**
    * Whether a post of this client arriving now would start within maxWaitMs, by the client's post
    * durations, however fast (deferral lets a fast receiver's backlog wait as long as it takes).
-   * Changes nothing. For a callback whose lease already runs (claimed at its insert), which must
-   * not wait long for its slot.
+   * Unlike deferral it hands nothing back. For a callback whose lease already runs (claimed at its
+   * insert), which must not wait long for its slot.
    */
   startsSoon(client: string): boolean {
     if (this.#closed) return false;

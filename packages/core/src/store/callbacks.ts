@@ -39,7 +39,7 @@ export interface ClaimedCallback {
 export interface InProcessPoster {
   /** The lease a callback claimed at its insert takes: the role's own claim lease. */
   readonly leaseMs: number;
-  /** Whether a post for this client may start here now (its receiver is not being deferred). */
+  /** Whether a post for this client would start here soon (within the role's maxWaitMs). */
   takes(clientId: string): boolean;
   /**
    * Posts a callback claimed for this process and records it; never throws. One it cannot start
