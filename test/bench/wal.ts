@@ -113,6 +113,12 @@ function extraSettings(): Record<string, string> {
   );
 }
 
+/** The fields of a /proc/<pid>/stat after the command name (which may hold spaces). */
+const statFields = (stat: string): string[] => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+
+/** A process's own CPU seconds (utime + stime) from its stat fields. */
+const ownCpuSeconds = (f: string[]): number => (Number(f[11]) + Number(f[12])) / CLK_TCK;
+
 /** CPU seconds of a process and its descendants, exited (reaped) ones included. */
 async function treeCpuSeconds(root: number): Promise<number> {
   const pids = (await readdir('/proc')).filter((n) => /^\d+$/.test(n));
@@ -124,10 +130,10 @@ async function treeCpuSeconds(root: number): Promise<number> {
   for (const s of stats) {
     if (!s) continue;
     const pid = Number(s.slice(0, s.indexOf(' ')));
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    const f = statFields(s);
     const p = {
       pid,
-      own: (Number(f[11]) + Number(f[12])) / CLK_TCK,
+      own: ownCpuSeconds(f),
       reaped: (Number(f[13]) + Number(f[14])) / CLK_TCK,
     };
     byPid.set(pid, p);
@@ -165,8 +171,7 @@ async function poolBackendsCpu(db: pg.Pool): Promise<Map<number, { pool: string;
   for (const r of rows) {
     const s = await readFile(`/proc/${r.pid}/stat`, 'utf8').catch(() => null);
     if (!s) continue;
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    out.set(r.pid, { pool: r.pool, cpu: (Number(f[11]) + Number(f[12])) / CLK_TCK });
+    out.set(r.pid, { pool: r.pool, cpu: ownCpuSeconds(statFields(s)) });
   }
   return out;
 }
@@ -186,7 +191,7 @@ function poolCpuDelta(
 }
 
 /** "ens-keyed (outcomes and stamps) 0.052 ms, ...": each pool's share per delivery, then the rest. */
-function formatPoolCpu(h: WalHandoff): string {
+function formatPoolCpu(h: Pick<WalHandoff, 'n' | 'pgCpuSeconds' | 'pgCpuByPool'>): string {
   const pools = Object.keys(POOLS).map(
     (p) => `${p} (${POOLS[p]}) ${(((h.pgCpuByPool[p] ?? 0) / h.n) * 1000).toFixed(3)} ms`,
   );
@@ -406,19 +411,12 @@ export async function measureWal(o: {
   }
 }
 
-/** The handoffs of a measure as one, for its totals. */
-function wholeRun(m: WalMeasure): WalHandoff {
-  const pgCpuByPool: Record<string, number> = {};
+/** Each pool's CPU over all of a measure's handoffs. */
+function poolCpuOfRun(m: WalMeasure): Record<string, number> {
+  const byPool: Record<string, number> = {};
   for (const h of m.handoffs)
-    for (const [p, s] of Object.entries(h.pgCpuByPool)) pgCpuByPool[p] = (pgCpuByPool[p] ?? 0) + s;
-  return {
-    n: m.deliveries,
-    ms: m.handoffs.reduce((a, h) => a + h.ms, 0),
-    walBytes: m.walBytes,
-    pgCpuSeconds: m.pgCpuSeconds,
-    ensCpuSeconds: m.handoffs.reduce((a, h) => a + h.ensCpuSeconds, 0),
-    pgCpuByPool,
-  };
+    for (const [p, s] of Object.entries(h.pgCpuByPool)) byPool[p] = (byPool[p] ?? 0) + s;
+  return byPool;
 }
 
 const kb = (bytes: number, n: number) => (bytes / n / 1024).toFixed(2);
@@ -449,7 +447,7 @@ export function formatWal(m: WalMeasure, top = Number(process.env.WAL_TOP ?? 25)
         )
         .join('; '),
     '',
-    `PostgreSQL CPU per delivery by ENS pool, all handoffs: ${formatPoolCpu(wholeRun(m))}`,
+    `PostgreSQL CPU per delivery by ENS pool, all handoffs: ${formatPoolCpu({ n: m.deliveries, pgCpuSeconds: m.pgCpuSeconds, pgCpuByPool: poolCpuOfRun(m) })}`,
     '',
     ...table('record type', m.byRecord),
     '',

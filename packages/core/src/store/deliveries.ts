@@ -216,10 +216,10 @@ WITH x AS (
          next_attempt_at = CASE WHEN x.status = 'pending' THEN now() + x.delay_ms * interval '1 millisecond' ELSE d.next_attempt_at END,
          lease_until = NULL, version = d.version + 1, stamp_pending = false,
          updated_at = (SELECT t FROM base) + (x.n - 1) * interval '1 microsecond'
-    FROM x
+    FROM x, live
    WHERE d.id = x.id AND d.version = x.version
   RETURNING d.id, d.updated_at, d.claimed_at, x.version, x.outcome, x.number, x.provider, x.provider_message_id, x.error, x.client_id, x.snapshot, x.traceparent,
-            x.snapshot IS NOT NULL AND x.callback_lease_ms IS NOT NULL AS claim_callback, x.callback_lease_ms
+            x.snapshot IS NOT NULL AND x.callback_lease_ms IS NOT NULL AND live.ok AS claim_callback, x.callback_lease_ms
 ), tick AS (
   UPDATE feed_clock SET last = s.last
     FROM (SELECT max(updated_at) AS last FROM d) s
@@ -237,13 +237,13 @@ WITH x AS (
   -- One this process's callbacks role will post is claimed here, as its claim would (store/callbacks.ts):
   -- attempt 1, leased to this session (DeliveryStore.postCallbacksHere).
   INSERT INTO callbacks (id, delivery_id, client_id, snapshot, traceparent, attempts, lease_until, claimed_by)
-  SELECT d.id, d.id, d.client_id, d.snapshot, d.traceparent,
-         CASE WHEN d.claim_callback AND live.ok THEN 1 ELSE 0 END,
-         CASE WHEN d.claim_callback AND live.ok THEN now() + d.callback_lease_ms * interval '1 millisecond' END,
-         CASE WHEN d.claim_callback AND live.ok THEN $15::int END
-    FROM d, live WHERE d.snapshot IS NOT NULL
+  SELECT id, id, client_id, snapshot, traceparent,
+         CASE WHEN claim_callback THEN 1 ELSE 0 END,
+         CASE WHEN claim_callback THEN now() + callback_lease_ms * interval '1 millisecond' END,
+         CASE WHEN claim_callback THEN $15::int END
+    FROM d WHERE snapshot IS NOT NULL
 )
-SELECT d.id, d.version, d.claim_callback AND live.ok AS callback_claimed FROM d, live`;
+SELECT id, version, claim_callback AS callback_claimed FROM d`;
 
 /*
  * What a transition that ends a delivery outside an attempt (suppressed, reported failed) returns:
@@ -539,8 +539,7 @@ export class DeliveryStore {
     // This process's callbacks role posts the callback itself when it can start it now.
     let poster: InProcessPoster | null = null;
     if (status !== 'pending' && d.wantsCallback) {
-      if (d.callbackUrl && this.#poster?.takes(d.clientId) && this.#session?.id() != null)
-        poster = this.#poster;
+      if (d.callbackUrl && this.#poster?.takes(d.clientId)) poster = this.#poster;
       snapshot = callbackSnapshot({
         delivery_id: d.id,
         reference: d.reference,
@@ -577,7 +576,7 @@ export class DeliveryStore {
     const callbackId = snapshot === null ? null : d.id;
     // The outcome stamped its row for the feed itself: only the callbacks role has work from it,
     // handed to it here when the outcome claimed the callback for it, else woken through NATS.
-    if (callbackId !== null && snapshot !== null && poster && finished.callbackClaimed)
+    if (poster && snapshot !== null && finished.callbackClaimed)
       poster.post(inProcessClaim(d, snapshot, traceparent));
     else if (this.#wake && callbackId !== null)
       wakeCallbacks(this.#wake.nc, [{ id: callbackId, clientId: d.clientId }], this.#wake.logger);
