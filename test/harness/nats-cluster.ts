@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { freePort, startNats, type NatsHandle } from '@ens/local-engines';
+import { EngineStartError, freePort, startNats, type NatsHandle } from '@ens/local-engines';
 import { scratchRoot } from './scratch-root.ts';
 import { waitFor } from './service.ts';
 
@@ -28,6 +28,14 @@ export interface NatsCluster {
   stop(): Promise<void>;
 }
 
+/** How many times a cluster start is tried afresh when a port it picked was taken meanwhile. */
+const CLUSTER_PORT_ATTEMPTS = 4;
+
+export interface NatsClusterOptions {
+  /** Where each route and monitoring port comes from; a test swaps it to take one first. */
+  pickPort?: () => Promise<number>;
+}
+
 /**
  * A JetStream cluster of real nats-server processes on loopback: each node with its own client
  * port, route port and store directory, routes to every other. Resolves once JetStream has a
@@ -36,23 +44,14 @@ export interface NatsCluster {
 export async function startNatsCluster(
   t: { teardown(fn: () => unknown): void },
   size = 3,
+  opts: NatsClusterOptions = {},
 ): Promise<NatsCluster> {
   const dir = await mkdtemp(join(await scratchRoot(), 'ens-nats-cluster-'));
-  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
-  const monitorPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
-  const onLog = process.env.ENS_ENGINE_LOGS
-    ? (line: string) => process.stderr.write(`[nats] ${line}\n`)
-    : undefined;
-  const nodes = await Promise.all(
-    routePorts.map((routePort, i) =>
-      startNats({
-        storeDir: join(dir, `n${i + 1}`),
-        cluster: { name: 'ens-test', serverName: `n${i + 1}`, routePort, routePorts },
-        monitorPort: monitorPorts[i]!,
-        ...(onLog ? { onLog } : {}),
-      }),
-    ),
-  );
+  const started = await startNodes(dir, size, opts.pickPort ?? freePort).catch(async (err) => {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  });
+  const { nodes, monitorPorts } = started;
   const url = nodes.map((n) => n.url).join(',');
   const stop = async () => {
     await Promise.allSettled(nodes.map((n) => n.stop()));
@@ -173,4 +172,55 @@ async function lagging(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promi
     }
   }
   return '';
+}
+
+/*
+ * The route and monitoring ports are picked before any node starts, and every node is told all
+ * the route ports, so one taken meanwhile (freePort's window: another test file's engine bound it
+ * first) cannot be swapped for one node alone: the whole cluster starts again on new ports. A
+ * start that fails stops the nodes that did start; left running, they kept the test file alive
+ * until tap's timeout (seen at --jobs=3: a route port taken, then 240 s of nothing).
+ */
+async function startNodes(
+  dir: string,
+  size: number,
+  pickPort: () => Promise<number>,
+): Promise<{ nodes: NatsHandle[]; monitorPorts: number[] }> {
+  const onLog = process.env.ENS_ENGINE_LOGS
+    ? (line: string) => process.stderr.write(`[nats] ${line}\n`)
+    : undefined;
+  for (let attempt = 1; ; attempt++) {
+    // Distinct: the kernel may hand a released port out again at once.
+    const picked = new Set<number>();
+    const pick = async (): Promise<number> => {
+      for (;;) {
+        const port = await pickPort();
+        if (picked.has(port)) continue;
+        picked.add(port);
+        return port;
+      }
+    };
+    const routePorts: number[] = [];
+    const monitorPorts: number[] = [];
+    for (let i = 0; i < size; i++) routePorts.push(await pick());
+    for (let i = 0; i < size; i++) monitorPorts.push(await pick());
+    const started = await Promise.allSettled(
+      routePorts.map((routePort, i) =>
+        startNats({
+          storeDir: join(dir, `n${i + 1}`),
+          cluster: { name: 'ens-test', serverName: `n${i + 1}`, routePort, routePorts },
+          monitorPort: monitorPorts[i]!,
+          ...(onLog ? { onLog } : {}),
+        }),
+      ),
+    );
+    const nodes = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const failure = started.find((r) => r.status === 'rejected')?.reason as unknown;
+    if (failure === undefined) return { nodes, monitorPorts };
+    await Promise.allSettled(nodes.map((n) => n.stop()));
+    const portTaken =
+      failure instanceof EngineStartError && /address already in use/i.test(failure.output);
+    if (!portTaken || attempt >= CLUSTER_PORT_ATTEMPTS) throw failure;
+    await rm(dir, { recursive: true, force: true });
+  }
 }
