@@ -24,9 +24,21 @@ async function processesWith(needle: string): Promise<string[]> {
   return r.stdout.split('\n').filter((l) => l.trim() && !l.includes('pgrep'));
 }
 
+/** The pid of the process listening on 127.0.0.1:`port`, from ss; undefined when none is. */
+async function listenerPid(port: number): Promise<number | undefined> {
+  const { stdout } = await execFileAsync('ss', ['-ltnpH', `sport = :${port}`]);
+  const m = /pid=(\d+)/.exec(stdout);
+  return m ? Number(m[1]) : undefined;
+}
+
 /**
  * Starts `npm start` on a copy of the test template and waits until it is ready. `detached` puts
  * npm in a process group of its own, as a terminal's foreground job is.
+ *
+ * Ready means /readyz answers 200 from npm's own child: the port comes from freePort and may be
+ * taken by another test file's process before ENS binds it. A full run with three test files at a
+ * time once got a 200 from such a process while npm was still building, and signalled the build's
+ * shell instead of `ens serve` (ESRCH). When the port was taken, npm start runs again on a new one.
  */
 async function startNpm(t: Test, detached: boolean) {
   const dir = await mkdtemp(join(await scratchRoot(), 'ens-npm-start-'));
@@ -38,40 +50,58 @@ async function startNpm(t: Test, detached: boolean) {
   await mkdir(dataDir);
   // A copy of the test template instead of initdb: the start is what is tested, not initdb.
   await execFileAsync('cp', ['-a', await postgresTemplate(), join(dataDir, 'postgres')]);
-  const port = await freePort();
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? dir,
-    ENS_DATA_DIR: dataDir,
-    PORT: String(port),
-    ENS_LOG_LEVEL: 'warn',
-  };
-  const npm = spawn('npm', ['start'], {
-    cwd: ROOT,
-    env,
-    detached,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  npm.stdout.on('data', (c: Buffer) => (output += c.toString()));
-  npm.stderr.on('data', (c: Buffer) => (output += c.toString()));
-  const exited = new Promise<number | null>((r) => npm.once('exit', (code) => r(code)));
   t.teardown(async () => {
     for (const line of await processesWith(dataDir))
       process.kill(Number(line.split(' ')[0]), 'SIGKILL');
   });
-
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? dir,
+      ENS_DATA_DIR: dataDir,
+      PORT: String(port),
+      ENS_LOG_LEVEL: 'warn',
+    };
+    const npm = spawn('npm', ['start'], {
+      cwd: ROOT,
+      env,
+      detached,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    npm.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    npm.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    let gone = false;
+    const exited = new Promise<number | null>((r) =>
+      npm.once('exit', (code) => {
+        gone = true;
+        r(code);
+      }),
     );
-    if (ready) break;
-    if (Date.now() > deadline) throw new Error(`npm start did not get ready:\n${output}`);
-    await sleep(250);
+
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      if (gone) break;
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+      if (ready) {
+        const listener = await listenerPid(port);
+        const { stdout } = await execFileAsync('pgrep', ['-P', String(npm.pid)]).catch(() => ({
+          stdout: '',
+        }));
+        if (listener !== undefined && stdout.trim().split('\n').includes(String(listener)))
+          return { npm, exited, dataDir, port, output: () => output };
+      }
+      if (Date.now() > deadline) throw new Error(`npm start did not get ready:\n${output}`);
+      await sleep(250);
+    }
+    await exited;
+    if (attempt >= 3 || !/EADDRINUSE|address already in use/i.test(output))
+      throw new Error(`npm start exited before it was ready:\n${output}`);
   }
-  return { npm, exited, dataDir, port, output: () => output };
 }
 
 /** Waits for npm to exit, then checks that nothing of this ENS is left. */
