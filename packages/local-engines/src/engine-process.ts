@@ -58,6 +58,11 @@ export async function spawnEngine(opts: EngineProcessOptions): Promise<EnginePro
   const child: ChildProcess = spawn(command, args, {
     cwd: opts.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
+    // A process group of its own: a terminal's Ctrl-C signals the foreground group, and an engine
+    // in it stopped at once (PostgreSQL's fast shutdown cut every connection) while ENS was still
+    // stopping its roles. ENS stops its engines itself, after them; if ENS dies, the parent-death
+    // signal and killOnExit still end the engine.
+    detached: true,
     ...(opts.runAs ? { uid: opts.runAs.uid, gid: opts.runAs.gid } : {}),
   });
   killOnExit(child);
