@@ -72,17 +72,11 @@ async function startNpm(t: Test, detached: boolean) {
     let output = '';
     npm.stdout.on('data', (c: Buffer) => (output += c.toString()));
     npm.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    let gone = false;
-    const exited = new Promise<number | null>((r) =>
-      npm.once('exit', (code) => {
-        gone = true;
-        r(code);
-      }),
-    );
+    const exited = new Promise<number | null>((r) => npm.once('exit', (code) => r(code)));
 
     const deadline = Date.now() + 90_000;
     for (;;) {
-      if (gone) break;
+      if (npm.exitCode !== null || npm.signalCode !== null) break;
       const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
         (r) => r.status === 200,
         () => false,

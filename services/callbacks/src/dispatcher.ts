@@ -248,8 +248,8 @@ function inProcessPoster(
         signAndPost(rt, directory, receiver, claim),
       );
     } catch (err) {
-      if (!(err instanceof SlotsClosedError) && !(err instanceof PostDeferred)) throw err;
       if (err instanceof PostDeferred) callbacksDeferred.inc();
+      else if (!(err instanceof SlotsClosedError)) throw err;
       await rt.callbacks.release(claim);
       return;
     }

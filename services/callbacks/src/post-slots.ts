@@ -150,10 +150,7 @@ export class PostSlots {
     const st = this.#clients.get(client);
     if (!st || st.admitted < this.#o.perClient) return 0;
     const now = performance.now();
-    const wait = this.#waitAt(
-      this.#perPost(st, now),
-      st.parked.length + this.#handedBackCount(st, now),
-    );
+    const wait = this.#waitAt(this.#perPost(st, now), this.#ahead(st, now));
     return wait > this.#o.maxWaitMs ? this.#handBack(st, wait, now) : 0;
   }
 
@@ -168,8 +165,7 @@ export class PostSlots {
     const st = this.#clients.get(client);
     if (!st || st.admitted < this.#o.perClient) return true;
     const now = performance.now();
-    const ahead = st.parked.length + this.#handedBackCount(st, now);
-    return Math.ceil((ahead + 1) / this.#o.perClient) * this.#perPost(st, now) <= this.#o.maxWaitMs;
+    return this.#turnsWait(this.#perPost(st, now), this.#ahead(st, now)) <= this.#o.maxWaitMs;
   }
 
   /**
@@ -227,8 +223,17 @@ export class PostSlots {
    * client's share ahead of it times its posts' duration. 0 when its posts are not slow.
    */
   #waitAt(perPost: number, ahead: number): number {
-    if (perPost < this.#o.slowPostMs) return 0;
+    return perPost < this.#o.slowPostMs ? 0 : this.#turnsWait(perPost, ahead);
+  }
+
+  /** The rounds of the client's share ahead of a post times its posts' duration, slow or not. */
+  #turnsWait(perPost: number, ahead: number): number {
     return Math.ceil((ahead + 1) / this.#o.perClient) * perPost;
+  }
+
+  /** The client's posts in line before one arriving now: parked, and handed back until later. */
+  #ahead(st: ClientState, now: number): number {
+    return st.parked.length + this.#handedBackCount(st, now);
   }
 
   /** Records a post handed back for `waitMs` (at most maxDeferMs); returns the time, whole ms. */
