@@ -15,7 +15,8 @@ import { startTestEngines } from '../../../test/harness/engines.ts';
  * rows only through the batch's own keys; the outcome's kept plan does so as written, and is
  * checked too. The accept's function kept such plans too: its replay lookup hashed all of
  * idempotency_keys for every batch, and the foreign-key check of every new delivery scanned all of
- * handoffs (25,072 and 25,009 rows at this size); it now plans its statements as lookups by key.
+ * handoffs (25,072 and 25,009 rows at this size); it now plans its statements as lookups by key,
+ * and deliveries no longer have that foreign key (migration 023).
  */
 
 const GROWN = 25_000;
@@ -103,7 +104,7 @@ async function newRecord(db: Db): Promise<void> {
 
 /**
  * Grows the record by GROWN handoffs of one sent-once delivery each, with no ANALYZE after, on a
- * session of its own (the priming sessions' foreign-key checks keep plans of their own); returns
+ * session of its own (so that no priming session's plans are made on it); returns
  * that session's pool for more of the same.
  */
 async function growRecord(t: { teardown(fn: () => unknown): void }, url: string): Promise<Db> {

@@ -31,10 +31,10 @@ LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 -- ...and plan them as lookups by key, as the hot statements are (see BY_IDS_SETTINGS in pool.ts):
 -- a session keeps what it planned at its first accept, and planned on an empty record the step-5
--- lookup hashed the whole of idempotency_keys, and the foreign-key check of each new delivery
--- (planned here too, and kept by the session) scanned the whole of handoffs, for every batch
--- until the next ANALYZE (packages/core/test/hot-statement-plans.test.ts; PostgreSQL's time per accept
--- on a new record was 2-3x its time on a grown one).
+-- lookup hashed the whole of idempotency_keys for every batch until the next ANALYZE
+-- (packages/core/test/hot-statement-plans.test.ts; PostgreSQL's time per accept on a new record
+-- was 2-3x its time on a grown one). Deliveries have no foreign key to their handoff (migration
+-- 023): the handoff is inserted just before them, in this function.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
