@@ -78,8 +78,12 @@ export interface WalMeasure {
 export interface StatementCost {
   query: string;
   calls: number;
+  /** Rows the statement returned or changed, over all its calls. */
+  rows: number;
   /** Execution plus planning time, ms. */
   ms: number;
+  /** Planning time alone, ms (counted with pg_stat_statements.track_planning on, as WAL_STATEMENTS sets it). */
+  planMs: number;
   walBytes: number;
 }
 
@@ -95,8 +99,8 @@ function statementsWanted(): boolean {
  */
 async function statementCosts(db: pg.Pool): Promise<StatementCost[]> {
   const { rows } = await db.query<StatementCost>(
-    `SELECT left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 90) AS query, calls::float8 AS calls,
-            (total_exec_time + total_plan_time)::float8 AS ms, wal_bytes::float8 AS "walBytes"
+    `SELECT left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 90) AS query, calls::float8 AS calls, rows::float8 AS rows,
+            (total_exec_time + total_plan_time)::float8 AS ms, total_plan_time::float8 AS "planMs", wal_bytes::float8 AS "walBytes"
        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
       ORDER BY total_exec_time + total_plan_time DESC`,
   );
@@ -275,7 +279,12 @@ export async function measureWal(o: {
       fsync: true,
       settings: {
         ...(o.config === 'stock' ? STOCK_SETTINGS : {}),
-        ...(statementsWanted() ? { shared_preload_libraries: 'pg_stat_statements' } : {}),
+        ...(statementsWanted()
+          ? {
+              shared_preload_libraries: 'pg_stat_statements',
+              'pg_stat_statements.track_planning': 'on',
+            }
+          : {}),
         ...extraSettings(),
       },
     });
@@ -456,13 +465,13 @@ export function formatWal(m: WalMeasure, top = Number(process.env.WAL_TOP ?? 25)
       ? []
       : [
           '',
-          '| statement (pg_stat_statements) | calls/delivery | µs/delivery | WAL bytes/delivery |',
-          '| --- | --- | --- | --- |',
+          '| statement (pg_stat_statements) | calls/delivery | rows/call | µs/delivery (of which planning) | WAL bytes/delivery |',
+          '| --- | --- | --- | --- | --- |',
           ...m.statements
             .slice(0, top)
             .map(
               (r) =>
-                `| \`${r.query.replaceAll('|', '\\|')}\` | ${(r.calls / n).toFixed(3)} | ${((r.ms * 1000) / n).toFixed(1)} | ${(r.walBytes / n).toFixed(0)} |`,
+                `| \`${r.query.replaceAll('|', '\\|')}\` | ${(r.calls / n).toFixed(3)} | ${(r.rows / r.calls).toFixed(1)} | ${((r.ms * 1000) / n).toFixed(1)} (${((r.planMs * 1000) / n).toFixed(1)}) | ${(r.walBytes / n).toFixed(0)} |`,
             ),
         ]),
   ].join('\n');
