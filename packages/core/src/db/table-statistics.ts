@@ -59,7 +59,7 @@ SELECT string_agg(DISTINCT format('%I', a.attname), ', ') AS list
   JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = i.indexrelid
                   AND d.refclassid = 'pg_class'::regclass AND d.refobjid = i.indrelid AND d.refobjsubid > 0
   JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = d.refobjsubid
- WHERE i.indrelid = (current_schema() || '.' || $1)::regclass`;
+ WHERE i.indrelid = format('%I.%I', current_schema(), $1::text)::regclass`;
 
 /** ENS's tables whose statistics no longer describe their size. */
 export async function staleTables(db: Db): Promise<StaleTable[]> {
