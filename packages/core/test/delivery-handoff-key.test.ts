@@ -1,8 +1,8 @@
 import t from 'tap';
-import { randomUUID } from 'node:crypto';
 import { acceptHandoff, migrate } from '@ens/core';
 import { createPool, type Db } from '@ens/core/internal';
 import { startTestEngines } from '../../../test/harness/engines.ts';
+import { smsHandoff } from '../../../test/harness/sms-handoff.ts';
 
 /*
  * Issue 27: a delivery's foreign key to its handoff ran a trigger query per accepted delivery (a
@@ -46,30 +46,20 @@ t.test('accepting a handoff does not look its handoff up once per delivery', asy
 
   await accepts.query('SELECT pg_stat_force_next_flush()');
   const before = await handoffKeyScans(db);
-  const handoffId = randomUUID();
-  const outcome = await acceptHandoff(accepts, {
-    clientId: 'c1',
-    idempotencyKey: 'k',
-    requestHash: 'h',
-    responseBody: JSON.stringify({ id: handoffId }),
-    handoffId,
-    tenant: 't',
-    eventType: 'e',
-    reference: null,
-    callbackUrl: null,
-    messages: { sms: { body: 'x' } },
-    deliveries: Array.from({ length: N }, (_, i) => ({
-      id: randomUUID(),
-      channel: 'sms' as const,
-      recipient: `+1555000${String(i).padStart(4, '0')}`,
-    })),
-    quota: () => 0,
-  });
+  const input = smsHandoff(
+    'c1',
+    'k',
+    Array.from({ length: N }, (_, i) => `+1555000${String(i).padStart(4, '0')}`),
+  );
+  const outcome = await acceptHandoff(accepts, input);
   t.equal(outcome.outcome, 'created');
   t.equal(
     Number(
-      (await db.query('SELECT count(*) AS n FROM deliveries WHERE handoff_id = $1', [handoffId]))
-        .rows[0].n,
+      (
+        await db.query('SELECT count(*) AS n FROM deliveries WHERE handoff_id = $1', [
+          input.handoffId,
+        ])
+      ).rows[0].n,
     ),
     N,
     `the ${N} deliveries were stored`,

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { acceptHandoff, CallbackStore, DeliveryStore, migrate, type AcceptInput } from '@ens/core';
 import { createPool, type Db } from '@ens/core/internal';
 import { startTestEngines } from '../../../test/harness/engines.ts';
+import { smsHandoff } from '../../../test/harness/sms-handoff.ts';
 
 /*
  * The hot statements (a delivery's claim and outcome, a callback's claim, record and hold-off) are
@@ -273,23 +274,7 @@ t.test(
       await Promise.all([db.end(), accepts.end()]);
     });
     await newRecord(db);
-    const input = (key: string): AcceptInput => {
-      const handoffId = randomUUID();
-      return {
-        clientId: CLIENT,
-        idempotencyKey: key,
-        requestHash: 'h',
-        responseBody: JSON.stringify({ id: handoffId }),
-        handoffId,
-        tenant: 't',
-        eventType: 'e',
-        reference: null,
-        callbackUrl: null,
-        messages: { sms: { body: 'x' } },
-        deliveries: [{ id: randomUUID(), channel: 'sms', recipient: '+15550000000' }],
-        quota: () => 0,
-      };
-    };
+    const input = (key: string): AcceptInput => smsHandoff(CLIENT, key, ['+15550000000']);
 
     // A new install's first sends, one at a time.
     for (let i = 0; i < 8; i++) await acceptHandoff(accepts, input(`first-${i}`));
