@@ -234,13 +234,16 @@ export async function runPeersPhase(ctx: PeersContext): Promise<void> {
       `peers: ${ens.label} ${fmt(ea.rate)} req/s; non-202: ${outcomesText(ea.outcomes, '202')}`,
     );
     const eaDrain = await waitIdle(db, 'peers: accept');
-    report.ratioRow(
-      `Accept: ENS vs Fastify+pg (C=${acc.concurrency}, ${ens.label})`,
-      fp.rate,
-      ea.rate,
-      '/s',
-      1.0,
-    );
+    // Issue 27 decided: with all roles on the same two cores this is reported, not targeted; the
+    // target is the api role alone's, in the accept phase.
+    report.row({
+      measure: `Accept: ENS vs Fastify+pg (C=${acc.concurrency}, ${ens.label})`,
+      raw: `${fmt(fp.rate)} /s`,
+      ens: `${fmt(ea.rate)} /s`,
+      ratio: (ea.rate / fp.rate).toFixed(2),
+      target: 'info (the target is the api role alone)',
+      met: 'info',
+    });
     report.note(
       `Peers, accept: Fastify ${versionOf('fastify')} + pg (pool of ${PEER_PG_POOL}) in its own process, validating the same body ENS gets with Fastify's JSON schema and doing one INSERT per request (autocommit), ` +
         `no authentication; ENS checks a bearer token, stores the handoff and its delivery and (all roles) sends it. Same closed loop, C=${acc.concurrency}. Fastify + pg ${fp.ok} × 202 ` +
