@@ -171,6 +171,12 @@ async function sendWithCallbacks(
 export interface EnsCallbacksE2E extends CallbackRate {
   /** First POST /v2/messages → n-th callback received. */
   fromFirstPostMs: number;
+  /** Sends per second: n / (first delivery sent_at → last sent_at). */
+  sendRate: number;
+  /** Posts per second at the receiver: n / (first callback received → n-th received). */
+  postRate: number;
+  /** Last delivery sent_at → n-th callback received: what was left to post when sending ended. */
+  lagMs: number;
 }
 
 /**
@@ -188,12 +194,23 @@ export async function ensCallbacksEndToEnd(
   const t0 = wallMs();
   const ids = await sendWithCallbacks(baseUrl, token, receiver.url, n);
   const s = await done;
-  const { rows } = await db.query<{ first_sent: number }>(
-    `SELECT (extract(epoch FROM min(sent_at)) * 1000)::float8 AS first_sent FROM deliveries WHERE handoff_id = ANY($1::uuid[])`,
+  const { rows } = await db.query<{ first_sent: number; last_sent: number }>(
+    `SELECT (extract(epoch FROM min(sent_at)) * 1000)::float8 AS first_sent, (extract(epoch FROM max(sent_at)) * 1000)::float8 AS last_sent
+       FROM deliveries WHERE handoff_id = ANY($1::uuid[])`,
     [ids],
   );
-  const ms = s.last - rows[0]!.first_sent;
-  return { n, ms, rate: n / (ms / 1000), fromFirstPostMs: s.last - t0, signed: s.signed };
+  const { first_sent: firstSent, last_sent: lastSent } = rows[0]!;
+  const ms = s.last - firstSent;
+  return {
+    n,
+    ms,
+    rate: n / (ms / 1000),
+    fromFirstPostMs: s.last - t0,
+    signed: s.signed,
+    sendRate: n / ((lastSent - firstSent) / 1000),
+    postRate: n / ((s.last - s.first) / 1000),
+    lagMs: s.last - lastSent,
+  };
 }
 
 export interface EnsCallbacksIsolated extends CallbackRate {

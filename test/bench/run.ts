@@ -914,13 +914,25 @@ async function main(): Promise<number> {
         recordDiag('callbacks, ENS callbacks role alone', iso.diagnosis);
         progress(`callbacks: ENS callbacks role alone ${fmt(iso.rate)} posts/s`);
         await waitIdle(db, 'callbacks', 30_000);
-        report.ratioRow(
-          `Callbacks: signed posts, callbacks role alone (N=${CALLBACKS_N})`,
-          raw.rate,
-          iso.rate,
-          '/s',
-          0.3,
-        );
+        // Issue 27 decided: with all roles, callbacks keep up with sends (the gate); 0.3 of the
+        // bare loop for the role alone is a stretch row.
+        report.row({
+          measure: `Callbacks: signed posts, callbacks role alone (N=${CALLBACKS_N})`,
+          raw: `${fmt(raw.rate)} /s`,
+          ens: `${fmt(iso.rate)} /s`,
+          ratio: (iso.rate / raw.rate).toFixed(2),
+          target: 'stretch: ratio ≥ 0.30',
+          met: 'info',
+        });
+        const keepsUp = e2e.postRate >= e2e.sendRate;
+        report.row({
+          measure: `Callbacks keep up with sends, all roles (N=${CALLBACKS_N})`,
+          raw: `${fmt(e2e.sendRate)} sends/s`,
+          ens: `${fmt(e2e.postRate)} posts/s`,
+          ratio: (e2e.postRate / e2e.sendRate).toFixed(2),
+          target: 'posts/s ≥ sends/s',
+          met: keepsUp ? 'yes' : 'NO',
+        });
         report.row({
           measure: `Callbacks: end to end, all roles (N=${CALLBACKS_N})`,
           raw: `${fmt(raw.rate)} /s`,
@@ -931,6 +943,7 @@ async function main(): Promise<number> {
         });
         report.note(
           `Callbacks: every rate is measured at the receiver (a separate process answering 200), first post received → ${CALLBACKS_N}th. ` +
+            `Keeping up (all roles): ${CALLBACKS_N} deliveries sent at ${fmt(e2e.sendRate)}/s (first sent_at → last), their callbacks posted at ${fmt(e2e.postRate)}/s (first received → last); the last callback arrived ${ms(e2e.lagMs)} after the last send. ` +
             `The target row isolates the callbacks role: an ENS without it (roles api,worker,feed) sends ${CALLBACKS_N} deliveries with callback_url until all are sent and ${iso.queued} callbacks are queued; ` +
             `then a callbacks-only ENS starts and drains them (${ms(iso.ms)}; ${ms(iso.fromSpawnMs)} counting its start-up). This measures posting (claim, sign, POST, record) without the worker competing, ` +
             `which "from the first delivery sent" cannot: with all roles in one process the callbacks trail the worker. The end-to-end row is that other figure: ` +
