@@ -359,4 +359,34 @@ t.test('concurrent accepts', async (t) => {
     });
     t.same(await svc.rt.clients.usageToday(c.clientId), { sms: 6, email: 2 });
   });
+
+  t.test('/metrics shows the batches: handoffs per statement and its time', async (t) => {
+    const c = await svc.createClient();
+    await svc.tenant(c, 'acme');
+    /** The sum and count of a histogram on /metrics. */
+    const histogram = async (name: string) => {
+      const text = (await svc.request('GET', '/metrics')).text;
+      const read = (part: string) => {
+        const m = new RegExp(`^${name}_${part} ([0-9.e+-]+)$`, 'm').exec(text);
+        return m ? Number(m[1]) : Number.NaN;
+      };
+      return { sum: read('sum'), count: read('count') };
+    };
+    const handoffs0 = await histogram('ens_accept_batch_handoffs');
+    const duration0 = await histogram('ens_accept_batch_duration_seconds');
+    const sent = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => svc.send(c, smsHandoff('acme', [`+155513100${i}`]))),
+    );
+    t.same(
+      sent.map((r) => r.status),
+      [202, 202, 202, 202, 202, 202],
+    );
+    const handoffs1 = await histogram('ens_accept_batch_handoffs');
+    const duration1 = await histogram('ens_accept_batch_duration_seconds');
+    const batches = handoffs1.count - handoffs0.count;
+    t.equal(handoffs1.sum - handoffs0.sum, 6, 'the six handoffs were counted, once each');
+    t.ok(batches >= 1 && batches <= 6, `in ${batches} statements`);
+    t.equal(duration1.count - duration0.count, batches, 'each statement was timed');
+    t.ok(duration1.sum > duration0.sum, 'and took some time');
+  });
 });

@@ -97,6 +97,17 @@ export interface Diagnosis {
   /** ENS event-loop delay over the window (prom-client's default metrics, reset at each scrape). */
   ensLoopDelayMs: { p50: number; p99: number; max: number } | null;
   /**
+   * ENS's accepts over the window, from its /metrics: the mean time of a 202 from its first hook to
+   * its answer, and the batch statements its accepts went in (handoffs in each, mean time of one).
+   */
+  ensAccepts: {
+    requests: number;
+    requestMs: number;
+    batches: number;
+    handoffsPerBatch: number;
+    batchMs: number;
+  } | null;
+  /**
    * PostgreSQL WAL written and transaction ids assigned (= transactions that wrote) over the
    * window.
    */
@@ -132,24 +143,67 @@ async function pgDelta(
   };
 }
 
-async function scrapeLoopDelay(baseUrl: string | undefined): Promise<Diagnosis['ensLoopDelayMs']> {
+async function scrapeMetrics(baseUrl: string | undefined): Promise<string | null> {
   if (!baseUrl) return null;
   const pool = new Pool(baseUrl, { connections: 1 });
   try {
     const res = await pool.request({ method: 'GET', path: '/metrics' });
-    const text = await res.body.text();
-    const metric = (name: string) => {
-      const m = new RegExp(`^ens_nodejs_eventloop_lag_${name}_seconds\\s+([0-9.eE+-]+)`, 'm').exec(
-        text,
-      );
-      return m ? Number(m[1]) * 1000 : Number.NaN;
-    };
-    return { p50: metric('p50'), p99: metric('p99'), max: metric('max') };
+    return await res.body.text();
   } catch {
     return null;
   } finally {
     await pool.destroy().catch(() => {});
   }
+}
+
+function loopDelay(text: string | null): Diagnosis['ensLoopDelayMs'] {
+  if (text === null) return null;
+  const metric = (name: string) => {
+    const m = new RegExp(`^ens_nodejs_eventloop_lag_${name}_seconds\\s+([0-9.eE+-]+)`, 'm').exec(
+      text,
+    );
+    return m ? Number(m[1]) * 1000 : Number.NaN;
+  };
+  return { p50: metric('p50'), p99: metric('p99'), max: metric('max') };
+}
+
+/** A sample's value on /metrics: the first line of `name` whose labels include every one given. */
+function sample(text: string, name: string, labels: string[] = []): number {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name) || !/[ {]/.test(line[name.length] ?? '')) continue;
+    if (labels.every((l) => line.includes(l))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return 0;
+}
+
+/** The accept's counters on /metrics: 202s of POST /v2/messages and the batches they went in. */
+function acceptCounters(text: string | null) {
+  if (text === null) return null;
+  const accepted = ['method="POST"', 'route="/v2/messages"', 'status="202"'];
+  return {
+    requests: sample(text, 'ens_http_request_duration_seconds_count', accepted),
+    requestSeconds: sample(text, 'ens_http_request_duration_seconds_sum', accepted),
+    batches: sample(text, 'ens_accept_batch_handoffs_count'),
+    handoffs: sample(text, 'ens_accept_batch_handoffs_sum'),
+    batchSeconds: sample(text, 'ens_accept_batch_duration_seconds_sum'),
+  };
+}
+
+function acceptDelta(
+  before: ReturnType<typeof acceptCounters>,
+  after: ReturnType<typeof acceptCounters>,
+): Diagnosis['ensAccepts'] {
+  if (!before || !after) return null;
+  const requests = after.requests - before.requests;
+  const batches = after.batches - before.batches;
+  if (requests <= 0 || batches <= 0) return null;
+  return {
+    requests,
+    requestMs: ((after.requestSeconds - before.requestSeconds) * 1000) / requests,
+    batches,
+    handoffsPerBatch: (after.handoffs - before.handoffs) / batches,
+    batchMs: ((after.batchSeconds - before.batchSeconds) * 1000) / batches,
+  };
 }
 
 /**
@@ -165,7 +219,8 @@ export async function watch(o: {
   ensBaseUrl?: string;
   sampleEveryMs?: number;
 }): Promise<{ stop(): Promise<Diagnosis> }> {
-  await scrapeLoopDelay(o.ensBaseUrl); // resets the histogram
+  // The scrape resets the event-loop histogram; the accept's counters are read at both ends.
+  const acceptsBefore = acceptCounters(await scrapeMetrics(o.ensBaseUrl));
   const pgBefore = await pgCounters(o.statsDb);
   const before = await cpuSnapshot(o.groups);
   const waits = new Map<string, number>();
@@ -197,7 +252,9 @@ export async function watch(o: {
       clearInterval(timer);
       const after = await cpuSnapshot(o.groups);
       const pgd = await pgDelta(o.statsDb, pgBefore);
-      const loop = await scrapeLoopDelay(o.ensBaseUrl);
+      const text = await scrapeMetrics(o.ensBaseUrl);
+      const loop = loopDelay(text);
+      const accepts = acceptDelta(acceptsBefore, acceptCounters(text));
       const seconds = (after.at - before.at) / 1000;
       const cpuPct: Record<string, number> = {};
       const cpuSeconds: Record<string, number> = {};
@@ -227,6 +284,7 @@ export async function watch(o: {
         machineCores: cores,
         pgWaits,
         ensLoopDelayMs: loop,
+        ensAccepts: accepts,
         pg: pgd,
       };
     },
@@ -247,7 +305,11 @@ export function formatDiagnosis(d: Diagnosis): string {
   const pgw = d.pg
     ? `; PostgreSQL wrote ${(d.pg.walBytes / 1048576).toFixed(1)} MB of WAL in ${d.pg.writeTransactions} write transactions`
     : '';
-  return `CPU (% of one core, ${d.machineCores} cores = ${d.machineCores * 100}%): ${cpu}${pgw}${waits ? `; ENS's PostgreSQL sessions: ${waits}` : ''}${loop}`;
+  const a = d.ensAccepts;
+  const accepts = a
+    ? `; in ENS a 202 took ${a.requestMs.toFixed(1)} ms from its first hook to its answer, its accept batch ${a.batchMs.toFixed(1)} ms (${a.batches} batches, ${a.handoffsPerBatch.toFixed(1)} handoffs each)`
+    : '';
+  return `CPU (% of one core, ${d.machineCores} cores = ${d.machineCores * 100}%): ${cpu}${pgw}${waits ? `; ENS's PostgreSQL sessions: ${waits}` : ''}${loop}${accepts}`;
 }
 
 /** CPU milliseconds per operation for each process group (others excluded: not ours). */

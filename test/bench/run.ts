@@ -435,6 +435,9 @@ async function main(): Promise<number> {
           `Accept, api role alone: the same closed loop against \`ens serve --roles api\` (nothing sent meanwhile; each ENS run on an emptied record, the last one's ${pairs[pairs.length - 1]!.solo.okTotal} deliveries sent afterwards by a restarted all-roles ENS in ${ms(drain3.ms)}). ` +
             `Non-202: ${outcomesText(solo.outcomes, '202')}; p50 ${fmt(summarise(solo.latenciesMs).p50)} ms, p99 ${fmt(summarise(solo.latenciesMs).p99)} ms. ` +
             `CPU per request ${formatCpuPerOp(cpuPerOp(soloDiag, solo.okTotal))}; PostgreSQL per request ${formatPgPerOp(soloDiag, solo.okTotal)}. ` +
+            (soloDiag.ensAccepts
+              ? `Where a request's time went (ENS's /metrics, means): ${fmt(soloDiag.ensAccepts.requestMs)} ms in ENS from its first hook to its 202, of which ${fmt(soloDiag.ensAccepts.batchMs)} ms its accept batch (${soloDiag.ensAccepts.handoffsPerBatch.toFixed(1)} handoffs a statement); the rest of the client's p50 is the way there and back and the wait for ENS's event loop. `
+              : '') +
             `Against it, the peers phase's Fastify + pg service run just before with nothing else running: ${fmt(fp.rate)} req/s (non-202: ${outcomesText(fp.outcomes, '202')}), ` +
             `CPU per request ${formatCpuPerOp(cpuPerOp(fpDiag, fp.okTotal))}. These figures are the median pair's; ` +
             `the pairs (Fastify + pg, ENS api role alone, ratio): ${pairs.map((p, i) => `${fmt(p.fp.rate)}, ${fmt(p.solo.rate)}, ${ratios[i]!.toFixed(2)}`).join('; ')}.`,

@@ -1,6 +1,7 @@
 import { Coalescer } from '../db/coalescer.ts';
 import type { Db } from '../db/pool.ts';
 import { Errors } from '../errors.ts';
+import { acceptBatchDuration, acceptBatchHandoffs } from '../metrics.ts';
 import type { Channel } from '../schemas/channel.ts';
 import type { AcceptInput, AcceptOutcome } from './accept-input.ts';
 
@@ -126,8 +127,14 @@ export class AcceptBatcher {
   readonly #batches: Coalescer<AcceptInput, Row>;
 
   constructor(db: Db, opts: AcceptBatcherOptions = {}) {
-    const run = async (items: AcceptInput[]): Promise<Row[]> =>
-      (await db.query<Row>({ ...SQL, values: [`[${items.map(itemJson).join(',')}]`] })).rows;
+    const run = async (items: AcceptInput[]): Promise<Row[]> => {
+      const values = [`[${items.map(itemJson).join(',')}]`];
+      const done = acceptBatchDuration.startTimer();
+      const { rows } = await db.query<Row>({ ...SQL, values });
+      done();
+      acceptBatchHandoffs.observe(items.length);
+      return rows;
+    };
     this.#batches = new Coalescer(run, {
       maxBatch: opts.maxItems ?? 64,
       maxInFlight: opts.maxInFlight ?? 4,
