@@ -12,6 +12,7 @@
  *                             to this many delivered rows by bulk SQL (default: not run)
  *   BENCH_PEER_RUNS=5         peers phase: runs of each pipeline measure (ENS's and each peer's); the median counts
  *   BENCH_ACCEPT_PAIRS=5      accept phase: alternating pairs of Fastify + pg and ENS's api role alone; the median ratio counts
+ *   BENCH_ACCEPT_CONCURRENCY=32  accept phase: requests in flight in its closed loops (the target row counts at 32 only)
  *   BENCH_CALLBACKS_N=15000   callbacks phase: posts per run (raw loop and ENS)
  *   BENCH_CPU_PROF=1          run the ENS children with --cpu-prof into test/bench/profiles/<stamp>/
  *                             and print a self-time summary of each profile at the end
@@ -94,7 +95,11 @@ const PHASES = [
 ] as const;
 type Phase = (typeof PHASES)[number];
 
-const ACCEPT = { concurrency: 32, warmupMs: 2_000, durationMs: 8_000 };
+const ACCEPT = {
+  concurrency: Number(process.env.BENCH_ACCEPT_CONCURRENCY ?? 32),
+  warmupMs: 2_000,
+  durationMs: 8_000,
+};
 const ACCEPT_PAIRS = Number(process.env.BENCH_ACCEPT_PAIRS ?? 5);
 const MEMORY = {
   concurrency: 32,
@@ -175,6 +180,10 @@ function selectedPhases(): Set<Phase> {
 async function main(): Promise<number> {
   installSignalHandlers();
   const phases = selectedPhases();
+  if (!Number.isInteger(ACCEPT_PAIRS) || ACCEPT_PAIRS < 1)
+    throw new Error('BENCH_ACCEPT_PAIRS must be a positive integer');
+  if (!Number.isInteger(ACCEPT.concurrency) || ACCEPT.concurrency < 1)
+    throw new Error('BENCH_ACCEPT_CONCURRENCY must be a positive integer');
   const feedRows = Number(process.env.BENCH_FEED_ROWS ?? 1_000_000);
   if (!Number.isInteger(feedRows) || feedRows < 2_000)
     throw new Error('BENCH_FEED_ROWS must be an integer ≥ 2000');
@@ -428,8 +437,9 @@ async function main(): Promise<number> {
           raw: `${fmt(fp.rate)} /s`,
           ens: `${fmt(solo.rate)} /s`,
           ratio: ratio.toFixed(2),
-          target: 'ratio ≥ 0.90, median of 5 pairs',
-          met: pairs.length < 5 ? 'info' : ratio >= 0.9 ? 'yes' : 'NO',
+          target: 'ratio ≥ 0.90, median of 5 pairs, C=32',
+          // Issue 27 decided the target at the bench's usual concurrency; another one is a probe.
+          met: pairs.length < 5 || ACCEPT.concurrency !== 32 ? 'info' : ratio >= 0.9 ? 'yes' : 'NO',
         });
         report.note(
           `Accept, api role alone: the same closed loop against \`ens serve --roles api\` (nothing sent meanwhile; each ENS run on an emptied record, the last one's ${pairs[pairs.length - 1]!.solo.okTotal} deliveries sent afterwards by a restarted all-roles ENS in ${ms(drain3.ms)}). ` +
