@@ -20,8 +20,8 @@ export const deliveriesAccepted = new Counter({
 });
 
 /*
- * The accept batcher's statements (one transaction, one commit each): with ens_http_request_duration_seconds
- * they say where an accept's time goes, its batch or the rest of the request.
+ * The accept batcher's statements (one transaction, one commit each). With
+ * ens_http_request_duration_seconds they say where an accept's time goes: its batch or the rest.
  */
 export const acceptBatchDuration = new Histogram({
   name: 'ens_accept_batch_duration_seconds',
