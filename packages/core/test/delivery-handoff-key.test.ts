@@ -2,7 +2,7 @@ import t from 'tap';
 import { acceptHandoff, migrate } from '@ens/core';
 import { createPool, type Db } from '@ens/core/internal';
 import { startTestEngines } from '../../../test/harness/engines.ts';
-import { smsHandoff } from '../../../test/harness/sms-handoff.ts';
+import { smsAcceptInput } from '../../../test/harness/sms-accept-input.ts';
 
 /*
  * Issue 27: a delivery's foreign key to its handoff ran a trigger query per accepted delivery (a
@@ -46,7 +46,7 @@ t.test('accepting a handoff does not look its handoff up once per delivery', asy
 
   await accepts.query('SELECT pg_stat_force_next_flush()');
   const before = await handoffKeyScans(db);
-  const input = smsHandoff(
+  const input = smsAcceptInput(
     'c1',
     'k',
     Array.from({ length: N }, (_, i) => `+1555000${String(i).padStart(4, '0')}`),

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { acceptHandoff, CallbackStore, DeliveryStore, migrate, type AcceptInput } from '@ens/core';
 import { createPool, type Db } from '@ens/core/internal';
 import { startTestEngines } from '../../../test/harness/engines.ts';
-import { smsHandoff } from '../../../test/harness/sms-handoff.ts';
+import { smsAcceptInput } from '../../../test/harness/sms-accept-input.ts';
 
 /*
  * The hot statements (a delivery's claim and outcome, a callback's claim, record and hold-off) are
@@ -274,7 +274,7 @@ t.test(
       await Promise.all([db.end(), accepts.end()]);
     });
     await newRecord(db);
-    const input = (key: string): AcceptInput => smsHandoff(CLIENT, key, ['+15550000000']);
+    const input = (key: string): AcceptInput => smsAcceptInput(CLIENT, key, ['+15550000000']);
 
     // A new install's first sends, one at a time.
     for (let i = 0; i < 8; i++) await acceptHandoff(accepts, input(`first-${i}`));

@@ -3,9 +3,10 @@ import type { AcceptInput } from '@ens/core';
 
 /**
  * What the api role hands the accept for one sms handoff of tenant "t", without a callback: for
- * tests that accept straight through the store.
+ * tests that accept straight through the store. (service.ts's `smsHandoff` is the HTTP body of a
+ * send, for tests that go through the API.)
  */
-export function smsHandoff(
+export function smsAcceptInput(
   clientId: string,
   key: string,
   recipients: readonly string[],
