@@ -4,6 +4,7 @@ import { EngineMissingError } from './engine-errors.ts';
 import { spawnEngine } from './engine-process.ts';
 import { findDirWith, pathDirs } from './find-executable.ts';
 import { waitForNats } from './nats-ready.ts';
+import { pollUntil } from './poll-until.ts';
 import { startFailure, superviseEngine, type SupervisedEngine } from './supervised-engine.ts';
 
 export interface StartNatsOptions {
@@ -46,6 +47,9 @@ function clusterArgs(c: NatsClusterNode): string[] {
   ];
 }
 
+/** nats-server's notice once its route listener is bound (2.9.10, the release Debian ships). */
+const ROUTES_BOUND = /Listening for route connections on /;
+
 export interface NatsHandle extends SupervisedEngine {
   /** nats://127.0.0.1:PORT */
   readonly url: string;
@@ -78,6 +82,13 @@ export async function startNats(opts: StartNatsOptions): Promise<NatsHandle> {
     stopSignal: 'SIGTERM',
     portTaken: /address already in use/i,
     async launch(port) {
+      // A cluster node serves clients before it binds its route port, and exits if that port is
+      // taken: greeting a client does not make it up, its own "listening for routes" line does.
+      let routesBound = opts.cluster === undefined;
+      const onLog = (line: string) => {
+        if (!routesBound && ROUTES_BOUND.test(line)) routesBound = true;
+        opts.onLog?.(line);
+      };
       // No -m unless asked for: a monitoring port is one more port to collide on.
       const server = await spawnEngine({
         command: natsServer,
@@ -93,12 +104,16 @@ export async function startNats(opts: StartNatsOptions): Promise<NatsHandle> {
           ...(opts.monitorPort !== undefined ? ['-m', String(opts.monitorPort)] : []),
         ],
         parentDeathSignal: 'SIGTERM',
-        ...(opts.onLog ? { onLog: opts.onLog } : {}),
+        onLog,
       });
+      const abortIf = () => (server.isRunning() ? undefined : new Error('exited'));
       try {
-        await waitForNats(port, timeoutMs, () =>
-          server.isRunning() ? undefined : new Error('exited'),
-        );
+        await waitForNats(port, timeoutMs, abortIf);
+        await pollUntil(async () => (routesBound ? true : undefined), {
+          intervalMs: 20,
+          timeoutMs,
+          abortIf,
+        });
       } catch {
         throw await startFailure(
           'nats',

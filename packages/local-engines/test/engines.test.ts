@@ -13,6 +13,7 @@ import t from 'tap';
 import {
   isProcessAlive,
   EngineMissingError,
+  EngineStartError,
   readPostgresPassword,
   POSTGRES_PASSWORD_FILE,
   findPostgresBinaries,
@@ -357,6 +358,58 @@ await t.test('nats: starts and JetStream works', async (tt) => {
   const info = await jsm2.streams.info('ENGINES_TEST');
   tt.equal(info.state.messages, 1, 'the stream and its message survived restarts');
   await nc2.close();
+});
+
+/*
+ * A cluster node serves clients before it binds its route port, so a node whose route port was
+ * taken greeted the readiness probe and then exited: CI saw its cluster start "succeed" with a
+ * dead node, wait 30 s for JetStream and leave the other two running. A node now counts as up once
+ * it says it listens for routes.
+ */
+const routeTakenLate = fileURLToPath(
+  new URL('./fixtures/nats-server-route-taken-late.ts', import.meta.url),
+);
+
+async function routeTakenStart(binDirs?: string[]) {
+  const holder = createServer((socket) => socket.on('error', () => {}).destroy());
+  await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+  const taken = (holder.address() as { port: number }).port;
+  const other = await freePort();
+  const outcome = await startNats({
+    storeDir: freshDir(),
+    cluster: { name: 'c', serverName: 'n1', routePort: taken, routePorts: [taken, other] },
+    ...(binDirs ? { binDirs } : {}),
+  }).then(
+    async (nats) => {
+      await nats.stop();
+      return undefined;
+    },
+    (err: unknown) => err,
+  );
+  await new Promise((r) => holder.close(r));
+  return { outcome, taken };
+}
+
+await t.test('nats: a cluster node whose route port is taken fails its start', async (tt) => {
+  const bin = freshDir();
+  await mkdir(bin, { recursive: true });
+  await writeFile(
+    join(bin, 'nats-server'),
+    `#!/bin/sh\nexec "${process.execPath}" --import=tsx "${routeTakenLate}" "$@"\n`,
+    { mode: 0o755 },
+  );
+  for (const [what, binDirs] of [
+    ['when it serves clients first', [bin]],
+    ['the real nats-server', undefined],
+  ] as const) {
+    const { outcome, taken } = await routeTakenStart(binDirs ? [...binDirs] : undefined);
+    tt.ok(outcome instanceof EngineStartError, `${what}: an engine start error`);
+    tt.match(
+      (outcome as EngineStartError | undefined)?.output ?? '',
+      new RegExp(`router port: ${taken} .*address already in use`),
+      `${what}: its output names the route port`,
+    );
+  }
 });
 
 await t.test('missing binaries: the error names the package to install', async (tt) => {
