@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import path, { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { freePort } from '@ens/local-engines';
+import { ENS_ARGV } from './ens-process.ts';
 import type { Teardown } from './service.ts';
 
 /**
@@ -14,13 +14,7 @@ import type { Teardown } from './service.ts';
  * process can be killed with kill -9 and started again on its ports.
  */
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-/** node's arguments that run `ens` from source. */
-export const ENS_ARGV = [
-  '--conditions=ens-source',
-  '--import=tsx',
-  path.join(root, 'apps/ens/src/main.ts'),
-];
+export { ENS_ARGV };
 
 export type RoleName = 'api' | 'worker' | 'callbacks' | 'feed';
 

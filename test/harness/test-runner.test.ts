@@ -1,15 +1,69 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import t from 'tap';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /*
  * tap gives each test file the loaders of the plugins it was built with. Out of the box that
  * includes @tapjs/typescript, which loads ts-node and the TypeScript compiler: about 2 s of CPU in
- * every test file, for nothing, since tsx (package.json "tap" node-arg) already runs the sources.
- * package.json disables that plugin, but tap applies the change to its built test class only when
- * a run starts, after it has chosen the loaders for that run: the first `npm test` after `npm ci`,
- * which is every CI run, paid the cost in all ~170 files. `npm test` runs `tap build` first.
+ * every test file, for nothing, since the suite's own loader (package.json "tap" node-arg) runs the
+ * sources. package.json disables that plugin and @tapjs/mock (no test mocks a module; its hooks
+ * cost every module a second round trip), but tap applies the change to its built test class only
+ * when a run starts, after it has chosen the loaders for that run: the first `npm test` after
+ * `npm ci`, which is every CI run, paid the cost in all ~170 files. `npm test` runs `tap build`
+ * first.
  */
-t.test('a test file runs with tsx as its only TypeScript loader', async (t) => {
+t.test('a test file runs with the suite loader as its only TypeScript loader', async (t) => {
   const argv = process.execArgv.join(' ');
-  t.match(argv, /--import=tsx\b/, 'tsx runs the sources');
+  t.match(argv, /--import=\.\/test\/harness\/loader\/register\.mjs\b/, 'the suite loader');
+  t.notMatch(argv, /--import=tsx\b/, 'not tsx as well');
   t.notMatch(argv, /@tapjs\/typescript/, 'no ts-node loader from the disabled typescript plugin');
+  t.notMatch(argv, /@tapjs\/mock/, 'no module-mocking hooks');
+});
+
+/*
+ * typebox is about 680 modules; under module hooks each is a round trip and a compile, about 1.2 s
+ * of CPU per process. The loader serves it as bundles whose shared code is one set of modules, so
+ * a schema built with one entry point is known to the others.
+ */
+t.test('typebox loads as one bundle, its entry points sharing their code', async (t) => {
+  const resolved = import.meta.resolve('typebox');
+  t.match(resolved, /node_modules\/\.cache\/ens-test-loader\/bundles\/typebox-[\d.]+\/index\.mjs$/);
+  const { Type, IsSchema } = await import('typebox');
+  const type = await import('typebox/type');
+  t.equal(type.IsSchema, IsSchema, "typebox/type's functions are typebox's, not copies");
+  const { Compile } = await import('typebox/compile');
+  const { Value } = await import('typebox/value');
+  const schema = Type.Object({ n: Type.Integer({ minimum: 1 }) });
+  t.equal(Compile(schema).Check({ n: 2 }), true, 'compiled by typebox/compile');
+  t.equal(Value.Check(schema, { n: 0 }), false, 'checked by typebox/value');
+});
+
+/*
+ * The loader compiles a TypeScript module once per content: a second process reads the output
+ * from node_modules/.cache and never starts esbuild (here, an esbuild that cannot start).
+ */
+t.test('a TypeScript module compiled once is read from the cache after', async (t) => {
+  // New content every run, so the first compile is not a cache hit from an earlier run.
+  const source = (n: number) =>
+    `const n: number = ${n}; // ${process.pid} ${Date.now()}\nconsole.log(n);\n`;
+  const dir = t.testdir({ 'answer.ts': source(42), 'other.ts': source(7) });
+  const run = (file: string, env: Record<string, string> = {}) => {
+    try {
+      return execFileSync(
+        process.execPath,
+        [`--import=${path.join(root, 'test/harness/loader/register.mjs')}`, path.join(dir, file)],
+        { env: { ...process.env, NODE_OPTIONS: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+      ).toString();
+    } catch (err) {
+      return `failed: ${(err as { stderr?: Buffer }).stderr?.toString().split('\n')[0]}`;
+    }
+  };
+  // esbuild's own switch for its binary; one that exits at once fails every compile.
+  const noEsbuild = { ESBUILD_BINARY_PATH: '/bin/false' };
+  t.equal(run('answer.ts'), '42\n', 'the first run compiles');
+  t.equal(run('answer.ts', noEsbuild), '42\n', 'the second needs no esbuild');
+  t.match(run('other.ts', noEsbuild), /^failed/, 'while new content does');
 });
