@@ -59,14 +59,19 @@ async function compileTypeScript(url) {
     sourcefile: file,
     tsconfigRaw,
   });
-  await mkdir(path.dirname(cached), { recursive: true });
-  await writeAtomically(cached, code);
+  // Best effort: a process that may not write there (another user's checkout) still runs.
+  await mkdir(path.dirname(cached), { recursive: true })
+    .then(() => writeAtomically(cached, code))
+    .catch(() => {});
   return code;
 }
 
 const bundles = new Map();
 
-/** The directory holding one bundle per export of the package at `pkgDir`, built on first use. */
+/**
+ * The directory holding one bundle per export of the package at `pkgDir`, built on first use;
+ * null when it cannot be built or kept, and the package is then loaded as published.
+ */
 function bundled(name, pkgDir) {
   let dir = bundles.get(name);
   if (!dir) {
@@ -99,9 +104,12 @@ function bundled(name, pkgDir) {
       await writeFile(path.join(tmp, 'complete'), '');
       await mkdir(path.dirname(out), { recursive: true });
       // Another process may have finished the same bundle first; either copy is the same.
-      await rename(tmp, out).catch(() => rm(tmp, { recursive: true, force: true }));
+      await rename(tmp, out).catch(async () => {
+        await rm(tmp, { recursive: true, force: true });
+        await readFile(path.join(out, 'complete'));
+      });
       return out;
-    })();
+    })().catch(() => null);
     bundles.set(name, dir);
   }
   return dir;
@@ -116,6 +124,7 @@ export async function resolve(specifier, context, next) {
     const entry = await next(name, context);
     const pkgDir = fileURLToPath(entry.url).split(`/node_modules/${name}/`)[0];
     const dir = await bundled(name, path.join(pkgDir, 'node_modules', name));
+    if (dir === null) return next(specifier, context);
     const file = specifier === name ? 'index' : specifier.slice(name.length + 1);
     return {
       url: pathToFileURL(path.join(dir, `${file}.mjs`)).href,
