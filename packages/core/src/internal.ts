@@ -196,12 +196,6 @@ export {
   type RetentionRoundResult,
   type RetentionTable,
 } from './retention/retention-job.ts';
-export {
-  S3MediaStore,
-  S3MediaStoreError,
-  MediaNotFoundError,
-  type S3MediaStoreOptions,
-} from './media/s3-store.ts';
 export { pinnedDispatcher, closeOutboundConnections } from './outbound/pinned-dispatcher.ts';
 export { allVariables, VARIABLES } from './config/variables.ts';
 export type { EnvVar } from './config/env-var.ts';

@@ -6,7 +6,6 @@ import { ConfigError, type Config } from './config/load.ts';
 import { createAsyncCommitPool, createPool, type Db } from './db/pool.ts';
 import { DirectoryMediaStore } from './media/directory-store.ts';
 import type { MediaStore } from './media/media-store.ts';
-import { S3MediaStore } from './media/s3-store.ts';
 import { measureBacklogIn } from './backlog.ts';
 import { logSerializers } from './log-redaction.ts';
 import { connectNats, ensureTopology } from './nats/topology.ts';
@@ -63,6 +62,9 @@ export interface Runtime {
 async function openMediaStore(config: Config): Promise<MediaStore> {
   const m = config.media;
   if (m.kind === 'directory') return new DirectoryMediaStore(path.join(config.dataDir, 'media'));
+  // Loaded here, not with the module: the AWS SDK costs every ENS process about 0.27 s of CPU at
+  // start, and only a deployment with ENS_MEDIA_STORE=s3 uses it.
+  const { S3MediaStore } = await import('./media/s3-store.ts');
   const store = new S3MediaStore({
     bucket: m.bucket,
     region: m.region,
