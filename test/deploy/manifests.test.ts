@@ -10,7 +10,7 @@ import { parseAllDocuments } from 'yaml';
 import { ConfigError, loadConfig } from '@ens/core';
 import { allVariables } from '@ens/core/internal';
 import { freePort } from '@ens/local-engines';
-import { ENS_ARGV } from '../harness/deployment.ts';
+import { ENS_ARGV } from '../harness/ens-process.ts';
 import { startTestEngines } from '../harness/engines.ts';
 import { runEns } from '../harness/ens-process.ts';
 import { startS3Server } from '../harness/s3-server.ts';

@@ -14,8 +14,6 @@ import type { Teardown } from './service.ts';
  * process can be killed with kill -9 and started again on its ports.
  */
 
-export { ENS_ARGV };
-
 export type RoleName = 'api' | 'worker' | 'callbacks' | 'feed';
 
 export interface EnsNode {

@@ -5,12 +5,15 @@ import path from 'node:path';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
- * node's arguments that run `ens` from source, with the loader every test file runs with (its
- * hooks.mjs says why that is not tsx: about 2 s less CPU per process started).
+ * node's argument for the loader every test file runs with (its hooks.mjs says why that is not
+ * tsx: about 2 s less CPU per process started), for the processes a test starts from source.
  */
+export const SUITE_LOADER = `--import=${path.join(root, 'test/harness/loader/register.mjs')}`;
+
+/** node's arguments that run `ens` from source, under the suite's loader. */
 export const ENS_ARGV = [
   '--conditions=ens-source',
-  `--import=${path.join(root, 'test/harness/loader/register.mjs')}`,
+  SUITE_LOADER,
   path.join(root, 'apps/ens/src/main.ts'),
 ];
 

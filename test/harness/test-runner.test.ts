@@ -1,9 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+import { SUITE_LOADER } from './ens-process.ts';
 
 /*
  * tap gives each test file the loaders of the plugins it was built with. Out of the box that
@@ -52,11 +50,10 @@ t.test('a TypeScript module compiled once is read from the cache after', async (
   const dir = t.testdir({ 'answer.ts': source(42), 'other.ts': source(7) });
   const run = (file: string, env: Record<string, string> = {}) => {
     try {
-      return execFileSync(
-        process.execPath,
-        [`--import=${path.join(root, 'test/harness/loader/register.mjs')}`, path.join(dir, file)],
-        { env: { ...process.env, NODE_OPTIONS: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-      ).toString();
+      return execFileSync(process.execPath, [SUITE_LOADER, path.join(dir, file)], {
+        env: { ...process.env, NODE_OPTIONS: '', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).toString();
     } catch (err) {
       return `failed: ${(err as { stderr?: Buffer }).stderr?.toString().split('\n')[0]}`;
     }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createPool } from '@ens/core/internal';
-import { ENS_ARGV, type Deployment } from './deployment.ts';
+import type { Deployment } from './deployment.ts';
+import { ENS_ARGV } from './ens-process.ts';
 import type { ReceivedPost } from './receiver.ts';
 
 /**

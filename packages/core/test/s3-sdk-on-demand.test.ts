@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { ENS_ARGV } from '../../../test/harness/ens-process.ts';
+import { SUITE_LOADER } from '../../../test/harness/ens-process.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -18,11 +18,14 @@ function awsModulesAfter(imports: string[]): number {
     const cache = createRequire(import.meta.url)('node:module')._cache;
     console.log(Object.keys(cache).filter((k) => k.includes('/@aws-sdk/')).length);
   `;
-  const [conditions, loader] = ENS_ARGV;
   return Number(
-    execFileSync(process.execPath, [conditions!, loader!, '--input-type=module', '-e', script], {
-      cwd: root,
-    }).toString(),
+    execFileSync(
+      process.execPath,
+      ['--conditions=ens-source', SUITE_LOADER, '--input-type=module', '-e', script],
+      {
+        cwd: root,
+      },
+    ).toString(),
   );
 }
 

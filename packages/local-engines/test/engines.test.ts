@@ -23,11 +23,11 @@ import {
   type PostgresHandle,
   type StartPostgresOptions,
 } from '@ens/local-engines';
+// The fixtures run under the suite's TypeScript loader, as the test files do.
+import { SUITE_LOADER } from '../../../test/harness/ens-process.ts';
 
 const execFileAsync = promisify(execFile);
 const fixture = fileURLToPath(new URL('./fixtures/hold-engines.ts', import.meta.url));
-// The fixtures run under the suite's TypeScript loader, as the test files do.
-const suiteLoader = `--import=${fileURLToPath(new URL('../../../test/harness/loader/register.mjs', import.meta.url))}`;
 
 const root = await mkdtemp(join(tmpdir(), 'ens-local-engines-test-'));
 // When the tests run as root, PostgreSQL runs as the postgres user and must reach its data dirs.
@@ -397,7 +397,7 @@ await t.test('nats: a cluster node whose route port is taken fails its start', a
   await mkdir(bin, { recursive: true });
   await writeFile(
     join(bin, 'nats-server'),
-    `#!/bin/sh\nexec "${process.execPath}" ${suiteLoader} "${routeTakenLate}" "$@"\n`,
+    `#!/bin/sh\nexec "${process.execPath}" ${SUITE_LOADER} "${routeTakenLate}" "$@"\n`,
     { mode: 0o755 },
   );
   for (const [what, binDirs] of [
@@ -458,7 +458,7 @@ async function holdEngines(mode: 'exit' | 'wait', withPostgres: boolean) {
   const dataDir = withPostgres ? await copyOfBase() : undefined;
   const args = [
     '--conditions=ens-source',
-    suiteLoader,
+    SUITE_LOADER,
     fixture,
     mode,
     freshDir(),
