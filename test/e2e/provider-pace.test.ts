@@ -79,6 +79,18 @@ t.test(
       .sort((a, b) => a - b);
     const rate = (created.length - 1) / ((created.at(-1)! - created[0]!) / 1000);
     t.ok(rate <= RATE * 1.05, `measured ${rate.toFixed(1)} sends/s against a pace of ${RATE}`);
-    t.ok(rate >= RATE * 0.8, 'and the pace is used, not starved');
+    // Used, not starved: the pacer spaces sends one interval apart (1000 / (RATE × 0.97) ms). A
+    // send whose timer fired over 10 ms late gives its time up and takes a new one, so on a
+    // saturated machine (tap's three files at once) the whole run's rate fell to 38 of 50 with no
+    // fault; the median gap stays one interval then, and doubles for a pacer that reserves half
+    // the times it may.
+    const gaps = created.slice(1).map((at, i) => at - created[i]!);
+    const medianGap = gaps.sort((a, b) => a - b)[Math.floor(gaps.length / 2)]!;
+    const interval = 1000 / (RATE * 0.97);
+    t.ok(
+      medianGap <= interval * 1.25,
+      `the pace is used: median gap ${medianGap} ms against an interval of ${interval.toFixed(1)} ms`,
+    );
+    t.ok(rate >= RATE * 0.5, 'and no long stall: at least half the pace over the whole run');
   },
 );
