@@ -3,7 +3,6 @@ import type { Runtime } from '@ens/core';
 import { buildApi, buildHealthServer, webhookRoutes } from '@ens/service-api';
 import { startCallbacks } from '@ens/service-callbacks';
 import { startFeed } from '@ens/service-feed';
-import { startInbound } from '@ens/service-inbound';
 import { opsConsole, startAlertEvaluator } from '@ens/service-ops';
 import {
   closeProviders,
@@ -72,6 +71,9 @@ export async function startRoles(
     }
     if (roles.includes('inbound')) {
       if (rt.config.consent.returnPathDomain) {
+        // Imported here: its SMTP server and MIME parser cost every other process about 0.1 s of
+        // CPU at start, and the role runs only where ENS_RETURN_PATH_DOMAIN is set.
+        const { startInbound } = await import('@ens/service-inbound');
         const inbound = await startInbound(rt);
         stops.push(() => inbound.stop());
       } else {
