@@ -81,9 +81,9 @@ t.test(
     t.ok(rate <= RATE * 1.05, `measured ${rate.toFixed(1)} sends/s against a pace of ${RATE}`);
     // Used, not starved: the pacer spaces sends one interval apart (1000 / (RATE × 0.97) ms). A
     // send whose timer fired over 10 ms late gives its time up and takes a new one, so on a
-    // saturated machine (tap's three files at once) the whole run's rate fell to 38 of 50 with no
-    // fault; the median gap stays one interval then, and doubles for a pacer that reserves half
-    // the times it may.
+    // saturated machine (tap running four files at once) the whole run's rate fell to 38 of 50
+    // with no fault; the median gap stays one interval then, and doubles for a pacer that
+    // reserves half the times it may.
     const gaps = created.slice(1).map((at, i) => at - created[i]!);
     const medianGap = gaps.sort((a, b) => a - b)[Math.floor(gaps.length / 2)]!;
     const interval = 1000 / (RATE * 0.97);
