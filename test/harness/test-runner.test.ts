@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import module from 'node:module';
 import path from 'node:path';
 import t from 'tap';
 import { SUITE_LOADER } from './ens-process.ts';
@@ -64,3 +65,18 @@ t.test('a TypeScript module compiled once is read from the cache after', async (
   t.equal(run('answer.ts', noEsbuild), '42\n', 'the second needs no esbuild');
   t.match(run('other.ts', noEsbuild), /^failed/, 'while new content does');
 });
+
+/*
+ * On Node 22.1 and later the loader turns on V8's compile cache (register.mjs), in a directory
+ * of its own under node_modules/.cache. Node 20 has none.
+ */
+t.test(
+  "V8's compile cache is on where Node has one",
+  { skip: 'getCompileCacheDir' in module ? false : `Node ${process.version} has no compile cache` },
+  async (t) => {
+    const dir = (
+      module as { getCompileCacheDir?: () => string | undefined }
+    ).getCompileCacheDir?.();
+    t.match(dir, /node_modules\/\.cache\/ens-test-loader\/v8\/v\d+\./, 'in the loader cache');
+  },
+);
