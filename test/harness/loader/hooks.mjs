@@ -12,9 +12,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const cacheDir = path.join(root, 'node_modules', '.cache', 'ens-test-loader');
+import { cacheDir, root } from './paths.mjs';
 
 // The repository's TypeScript settings that change what code is emitted (tsconfig.json).
 const tsconfigRaw = {

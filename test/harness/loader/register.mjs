@@ -3,7 +3,7 @@
 // starts from source. hooks.mjs says why it is not tsx.
 import module from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { cacheDir } from './paths.mjs';
 
 module.register('./hooks.mjs', import.meta.url);
 
@@ -11,5 +11,4 @@ module.register('./hooks.mjs', import.meta.url);
 // the compile: about 0.25 s of a test file's 1.6 s of CPU before its first assertion on Node 22.
 // Node 20 has no such cache (the method is missing there). A directory that cannot be written
 // only turns it off.
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-module.enableCompileCache?.(path.join(root, 'node_modules', '.cache', 'ens-test-loader', 'v8'));
+module.enableCompileCache?.(path.join(cacheDir, 'v8'));
