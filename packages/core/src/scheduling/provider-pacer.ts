@@ -83,7 +83,7 @@ export class ProviderPacer {
    * times after it into one second. That is checked before the wait (the claim was slow) and after
    * it: a timer fires late when this process stalled meanwhile (a collection, a busy event loop),
    * and such a send once went 55 ms late, between two on time from another process, and was
-   * refused.
+   * refused. It never resolves before `at` by Date.now().
    */
   async sendAt(provider: string, at: number): Promise<number> {
     if (!this.#providers.has(provider) || at === 0) return at;
@@ -91,8 +91,9 @@ export class ProviderPacer {
       while (!this.#closed && Date.now() > at + LATE_MS) at = await this.take(provider);
       const ms = at - Date.now();
       if (ms <= 0 || this.#closed) return at;
+      // Round again after the wait: it may have ended late (a stall), or up to 2 ms early by
+      // Date.now(), since timers count whole milliseconds of another clock and `at` is fractional.
       await new Promise((r) => setTimeout(r, ms));
-      if (Date.now() <= at + LATE_MS) return at;
     }
   }
 
