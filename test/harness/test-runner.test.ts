@@ -80,3 +80,26 @@ t.test(
     t.match(dir, /node_modules\/\.cache\/ens-test-loader\/v8\/v\d+\./, 'in the loader cache');
   },
 );
+
+/*
+ * tap's processinfo hook follows every process a test file starts (it adds itself to their
+ * NODE_OPTIONS), and costs each about 0.6 s of CPU at start; test/cli/clients.test.ts used 37 s
+ * of CPU with it and 21 s without. The loader takes it out of the children (only the hook: other
+ * NODE_OPTIONS stay), since the suite runs without coverage.
+ */
+t.test('processes a test file starts do not load tap’s processinfo hook', async (t) => {
+  t.match(process.env.NODE_OPTIONS, /@tapjs\/processinfo\//, 'tap gave this test file the hook');
+  const childsOptions = (env: NodeJS.ProcessEnv) =>
+    execFileSync(process.execPath, ['-p', 'process.env.NODE_OPTIONS'], { env }).toString().trim();
+  const options = childsOptions(process.env);
+  t.notMatch(
+    options,
+    /processinfo/,
+    `not in the child's NODE_OPTIONS (${JSON.stringify(options)})`,
+  );
+  const kept = childsOptions({
+    ...process.env,
+    NODE_OPTIONS: `--max-old-space-size=300 ${process.env.NODE_OPTIONS}`,
+  });
+  t.match(kept, /^"?--max-old-space-size=300"?$/, `other options stay (${kept})`);
+});

@@ -4,6 +4,7 @@
 import module from 'node:module';
 import path from 'node:path';
 import { cacheDir } from './paths.mjs';
+import './children-without-processinfo.mjs';
 
 module.register('./hooks.mjs', import.meta.url);
 
