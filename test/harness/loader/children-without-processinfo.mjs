@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 const PROCESSINFO = /\s*"?--(?:import|loader)=[^\s"]*@tapjs\/processinfo\/[^\s"]*"?/g;
 
 /** NODE_OPTIONS without tap's processinfo hook. */
-export const withoutProcessinfo = (nodeOptions) => nodeOptions.replace(PROCESSINFO, '').trim();
+const withoutProcessinfo = (nodeOptions) => nodeOptions.replace(PROCESSINFO, '').trim();
 
 if (process.env.NODE_OPTIONS?.includes('@tapjs/processinfo/')) {
   const onSpawn = createRequire(import.meta.url)('process-on-spawn');

@@ -83,7 +83,7 @@ export class ProviderPacer {
    * times after it into one second. That is checked before the wait (the claim was slow) and after
    * it: a timer fires late when this process stalled meanwhile (a collection, a busy event loop),
    * and such a send once went 55 ms late, between two on time from another process, and was
-   * refused. It never resolves before `at` by Date.now().
+   * refused. Until close(), it never resolves before `at` by Date.now().
    */
   async sendAt(provider: string, at: number): Promise<number> {
     if (!this.#providers.has(provider) || at === 0) return at;
