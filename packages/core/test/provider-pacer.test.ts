@@ -24,9 +24,10 @@ t.test('a send whose wait ended late takes a new time instead of going late', as
   t.teardown(() => pacer.close());
 
   await pacer.take('p');
-  // The next time is one interval (about 52 ms) ahead, so the send waits for it.
-  const first = await pacer.take('p');
-  t.ok(first > Date.now(), 'the send has a time to wait for');
+  // A time far enough ahead that the send surely waits for it. A time take() gives is at most an
+  // interval (about 52 ms) ahead when it resolves, and a busy machine once let that pass before
+  // the wait began (one run in ten beside twelve busy loops); sendAt treats any time alike.
+  const first = Date.now() + 300;
   const wait = pacer.sendAt('p', first);
   // The process stalls across the send's time: its timer can only fire 60 ms after it.
   busyUntil(first + 60);
@@ -51,9 +52,19 @@ t.test('a send whose wait ended late takes a new time instead of going late', as
   }
   t.equal(early, 0, `no send goes before its time by Date.now() (${early} of 100 did)`);
 
-  // Undisturbed, a send goes at the time it was given.
-  const next = await pacer.take('p');
-  const at = await pacer.sendAt('p', next);
-  t.equal(at, next, 'a send on time keeps its time');
-  t.ok(Date.now() - at <= 15, 'and goes at it');
+  /*
+   * Undisturbed, a send goes at the time it was given. On a saturated machine (the suite, three
+   * files at a time on two cores) a process can stay unscheduled past LATE_MS and then rightly
+   * takes a new time (it failed so once in a run of the whole suite, and once in six runs of this
+   * file beside twelve busy loops): of five sends, one must keep its time.
+   */
+  let tries = 0;
+  let kept = false;
+  while (!kept && tries < 5) {
+    tries++;
+    const next = await pacer.take('p');
+    const at = await pacer.sendAt('p', next);
+    kept = at === next && Date.now() - at <= 15;
+  }
+  t.ok(kept, `a send on time keeps its time and goes at it (try ${tries} of 5)`);
 });
