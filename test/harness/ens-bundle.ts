@@ -1,11 +1,9 @@
 import { spawn } from 'node:child_process';
 import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { root } from './ens-process.ts';
 import type { Teardown } from './service.ts';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 export type EnsRun = (
   args: string[],

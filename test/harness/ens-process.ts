@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The repository's root: the harness's processes run there, as a developer's would. */
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
  * node's argument for the loader every test file runs with (its hooks.mjs says why that is not

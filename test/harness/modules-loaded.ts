@@ -1,9 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { SUITE_LOADER } from './ens-process.ts';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+import { root, SUITE_LOADER } from './ens-process.ts';
 
 /**
  * How many CommonJS modules whose path contains `pathPart` a new process (running the sources

@@ -1,9 +1,7 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { root } from '../../../test/harness/ens-process.ts';
 import { commonJsModulesAfter } from '../../../test/harness/modules-loaded.ts';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /**
  * The AWS SDK is loaded by the S3 media store when ENS_MEDIA_STORE=s3 opens it, not with the
