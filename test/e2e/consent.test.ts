@@ -142,6 +142,43 @@ t.test(
   },
 );
 
+t.test(
+  "a refusal's entry is committed before its delivery is failed: whoever sees the failure " +
+    'finds the entry',
+  async (t) => {
+    const svc = await startTestService(t);
+    const client = await svc.createClient();
+    await svc.tenant(client, 'acme');
+    // Inside the transaction that fails a delivery, note whether its entry is already visible.
+    await svc.rt.db.query(`
+      CREATE TABLE failed_seen (delivery_id uuid, entry_visible boolean);
+      CREATE FUNCTION note_failed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO failed_seen SELECT NEW.id, EXISTS (SELECT 1 FROM suppressions WHERE delivery_id = NEW.id);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER note_failed AFTER UPDATE OF status ON deliveries FOR EACH ROW
+        WHEN (NEW.status = 'failed' AND OLD.status <> 'failed') EXECUTE FUNCTION note_failed();`);
+    t.teardown(() =>
+      svc.rt.db.query(
+        'DROP TRIGGER note_failed ON deliveries; DROP FUNCTION note_failed(); DROP TABLE failed_seen',
+      ),
+    );
+    const r = await svc.send(client, newsletter('acme'));
+    t.equal(r.status, 202);
+    const ids: string[] = r.body.deliveries.map((d: any) => d.delivery_id);
+    await ended(svc, client, ids);
+    const { rows } = await svc.rt.db.query(
+      'SELECT delivery_id::text AS id, entry_visible FROM failed_seen ORDER BY delivery_id',
+    );
+    t.same(
+      rows,
+      ids.toSorted().map((id) => ({ id, entry_visible: true })),
+      'each delivery was failed after its entry was committed',
+    );
+  },
+);
+
 t.test('a suppression committed while deliveries are queued stops every one of them', async (t) => {
   // No worker yet: the deliveries are accepted and wait in their queue.
   const svc = await startTestService(t, { roles: ['api', 'callbacks', 'feed'] });

@@ -158,20 +158,12 @@ export function sendLoop(
       provider: result.provider,
       outcome: result.outcome === 'sent' ? 'sent' : result.kind,
     });
-    // While PostgreSQL is away the outcome is kept and tried again until the lease runs out
-    // (outcome-retry.ts); only then is the message nak'ed, the attempt retried and the unrecorded
-    // one marked lost. The store wakes the feed, and the callbacks role for a callback the outcome
-    // queued, after its commit.
-    const t = await recordOutcome(() => rt.deliveries.finish(claim, result, traceparent), {
-      deadline: claimedAt + rt.config.leaseMs,
-      keepAlive: () => h.m.working(),
-      logger: rt.logger,
-      context: { deliveryId: claim.id, channel },
-    });
     // A refusal about the recipient (an unknown mailbox, a number that opted out) suppresses the
-    // address too, so that later sends to it are not made. After the outcome, not with it: if this
-    // write is lost, the next send meets the same refusal and writes it again.
-    if (t && result.outcome === 'failed' && result.recipientRefusal) {
+    // address too, so that later sends to it are not made. Before the outcome, so that whoever
+    // sees the delivery failed (its callback's receiver, a reader of the record) finds the entry.
+    // The refusal happened whether or not the outcome is recorded; if this write is lost, the
+    // next send meets the same refusal and writes it again.
+    if (result.outcome === 'failed' && result.recipientRefusal) {
       await rt.suppressions
         .upsert(claim.clientId, [
           {
@@ -193,6 +185,16 @@ export function sendLoop(
           ),
         );
     }
+    // While PostgreSQL is away the outcome is kept and tried again until the lease runs out
+    // (outcome-retry.ts); only then is the message nak'ed, the attempt retried and the unrecorded
+    // one marked lost. The store wakes the feed, and the callbacks role for a callback the outcome
+    // queued, after its commit.
+    const t = await recordOutcome(() => rt.deliveries.finish(claim, result, traceparent), {
+      deadline: claimedAt + rt.config.leaseMs,
+      keepAlive: () => h.m.working(),
+      logger: rt.logger,
+      context: { deliveryId: claim.id, channel },
+    });
     if (t === null) {
       // The version moved on: the claim was ended (its lease ran out, or its session was found
       // dead), or lost with the commits a PostgreSQL crash or failover dropped (claims commit
