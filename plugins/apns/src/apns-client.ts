@@ -123,7 +123,9 @@ export class ApnsClient {
         try {
           return await this.origin.request(withAuth, body, deadline - Date.now());
         } catch (e2) {
-          throw transientError((e2 as Error).message, e2);
+          // Both, so that a resend that ran out of the time left does not hide what APNs did.
+          const again = (e2 as Error).message.replace(/^apns: /, '');
+          throw transientError(`${e.message}; sent again on a new connection: ${again}`, e2);
         }
       }
       throw transientError(e.message, e);
