@@ -1,4 +1,7 @@
 import t from 'tap';
+import { createLogger, loadConfig, openRuntime } from '@ens/core';
+import { freePort } from '@ens/local-engines';
+import { startRoles } from '@ens/app/roles';
 import { startTestService, smsHandoff, sandboxPhones, waitFor } from '../harness/service.ts';
 import { startReceiver } from '../harness/receiver.ts';
 
@@ -7,13 +10,32 @@ import { startReceiver } from '../harness/receiver.ts';
  * retries wait. Each refused post's wake-up waits in the queue for its retry; JetStream counts a
  * wake-up put back for later as unacknowledged, and stopped handing out any callback once the
  * consumer's allowance (10,000) was reached: another client's callback then waited for the refused
- * ones' back-off (29.9 s here; up to an hour with the default ENS_CALLBACK_BACKOFF).
+ * ones' back-off (up to an hour with the default ENS_CALLBACK_BACKOFF).
  */
 
-/** Long enough that a retry waiting in the queue is still waiting when the test looks. */
-const BACKOFF_MS = 30_000;
+/**
+ * Long enough that no retry comes due while the test runs: on a loaded machine the 10,000 first
+ * posts took longer than the 30 s this once was, so retries began before the test looked, every
+ * post was made twice and the file's time doubled (141 s with five files at a time on two cores).
+ */
+const BACKOFF_MS = 600_000;
 const svc = await startTestService(t, {
+  roles: ['api', 'worker', 'feed'],
   env: { ENS_CALLBACK_BACKOFF: `${BACKOFF_MS}ms,${BACKOFF_MS}ms` },
+});
+// The callbacks role in a runtime of its own, as in a split deployment: a process that runs the
+// worker and the callbacks role together posts its own outcomes' callbacks without the queue, and
+// the other client's callback would then pass the stalled consumer by.
+const config = loadConfig({ ...svc.env, PORT: String(await freePort()) });
+const callbacksRt = await openRuntime(
+  config,
+  { databaseUrl: svc.engines.databaseUrl, natsUrl: svc.engines.natsUrl },
+  createLogger(config),
+);
+const callbacks = await startRoles(callbacksRt, ['callbacks'], { port: 0, host: '127.0.0.1' });
+t.teardown(async () => {
+  await callbacks.stop();
+  await callbacksRt.close();
 });
 
 t.test(
@@ -36,7 +58,7 @@ t.test(
       ).status,
       202,
     );
-    await waitFor(async () => refuses.posts.length >= n, 90_000, `${n} refused posts`);
+    await waitFor(async () => refuses.posts.length >= n, 150_000, `${n} refused posts`);
 
     const sentAt = Date.now();
     t.equal(
@@ -48,11 +70,8 @@ t.test(
       ).status,
       202,
     );
-    await waitFor(
-      async () => ok.posts.length >= 1,
-      BACKOFF_MS + 10_000,
-      "the other client's callback",
-    );
+    // Before the fix it came only after the refused ones' retries: BACKOFF_MS, far past this wait.
+    await waitFor(async () => ok.posts.length >= 1, 60_000, "the other client's callback");
     const waited = ok.posts[0]!.at - sentAt;
     t.comment(
       `with ${n} refused callbacks waiting ${BACKOFF_MS / 1000} s for their retry, the other client's callback arrived ${waited} ms after its send`,
