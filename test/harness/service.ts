@@ -127,35 +127,52 @@ export async function startTestService(
     log?: { write(line: string): void };
     /** The DATABASE_URL to use instead of the engines' own (a failover test adds a standby). */
     databaseUrl?: (engines: TestEngines) => Promise<string>;
+    /** Picks the API's port when env.PORT is unset (freePort); for the harness's own test. */
+    pickPort?: () => Promise<number>;
   } = {},
 ): Promise<TestService> {
   const engines = await startTestEngines(t);
   const databaseUrl = opts.databaseUrl ? await opts.databaseUrl(engines) : engines.databaseUrl;
-  // A caller that must know the URL before start (to give it to a provider as a webhook URL) picks
-  // the port.
-  const port = opts.env?.PORT !== undefined ? Number(opts.env.PORT) : await freePort();
   const dataDir = await mkdtemp(join(tmpdir(), 'ens-data-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const env: Record<string, string> = {
-    ...TEST_ENV,
-    DATABASE_URL: databaseUrl,
-    NATS_URL: opts.natsUrl ?? engines.natsUrl,
-    ENS_DATA_DIR: dataDir,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    ...opts.env,
+  // A caller that must know the URL before start (to give it to a provider as a webhook URL) picks
+  // the port. Otherwise a free one is picked, and picked again if another process took it before
+  // the API listened: parallel test files, and every outbound connection, draw from the same
+  // ephemeral ports.
+  const pickPort = opts.pickPort ?? freePort;
+  const started = async (attempt: number) => {
+    const port = opts.env?.PORT !== undefined ? Number(opts.env.PORT) : await pickPort();
+    const env: Record<string, string> = {
+      ...TEST_ENV,
+      DATABASE_URL: databaseUrl,
+      NATS_URL: opts.natsUrl ?? engines.natsUrl,
+      ENS_DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ...opts.env,
+    };
+    const config = loadConfig(env);
+    const rt = await openRuntime(
+      config,
+      { databaseUrl, natsUrl: env.NATS_URL! },
+      createLogger(config, opts.log),
+    );
+    try {
+      await migrate(rt.db);
+      const roles = await startRoles(rt, opts.roles ?? ['api', 'worker', 'callbacks', 'feed'], {
+        port,
+        host: '127.0.0.1',
+      });
+      return { port, env, config, rt, roles };
+    } catch (err) {
+      // Closed here: an open runtime would keep the test file's process alive to tap's timeout.
+      await rt.close();
+      const taken = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+      if (taken && opts.env?.PORT === undefined && attempt < 5) return started(attempt + 1);
+      throw err;
+    }
   };
-  const config = loadConfig(env);
-  const rt = await openRuntime(
-    config,
-    { databaseUrl, natsUrl: env.NATS_URL! },
-    createLogger(config, opts.log),
-  );
-  await migrate(rt.db);
-  const roles = await startRoles(rt, opts.roles ?? ['api', 'worker', 'callbacks', 'feed'], {
-    port,
-    host: '127.0.0.1',
-  });
+  const { port, env, config, rt, roles } = await started(1);
   t.teardown(async () => {
     await roles.stop();
     await rt.close();
