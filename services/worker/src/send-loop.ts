@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { OutboundMessage } from '@ens/plugin-sdk';
 import {
@@ -30,6 +31,9 @@ import {
 } from '@ens/core/internal';
 import { ChainSendError, type ProviderChain } from './provider-chain.ts';
 import { sendToDevices } from './push-fanout.ts';
+
+/** How long a refusal's suppression entry may hold up the outcome (see record()). */
+const REFUSAL_ENTRY_WAIT_MS = 5_000;
 
 /**
  * What ENS adds to an email for consent: its signed return path, and for bulk mail the one-click
@@ -162,9 +166,10 @@ export function sendLoop(
     // address too, so that later sends to it are not made. Before the outcome, so that whoever
     // sees the delivery failed (its callback's receiver, a reader of the record) finds the entry.
     // The refusal happened whether or not the outcome is recorded; if this write is lost, the
-    // next send meets the same refusal and writes it again.
+    // next send meets the same refusal and writes it again. The wait is bounded: a PostgreSQL
+    // that does not answer must not hold the outcome past its lease.
     if (result.outcome === 'failed' && result.recipientRefusal) {
-      await rt.suppressions
+      const entry = rt.suppressions
         .upsert(claim.clientId, [
           {
             tenant: claim.tenant,
@@ -184,6 +189,7 @@ export function sendLoop(
             'could not record the refused recipient as suppressed',
           ),
         );
+      await Promise.race([entry, delay(REFUSAL_ENTRY_WAIT_MS, undefined, { ref: false })]);
     }
     // While PostgreSQL is away the outcome is kept and tried again until the lease runs out
     // (outcome-retry.ts); only then is the message nak'ed, the attempt retried and the unrecorded
