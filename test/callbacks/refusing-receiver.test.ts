@@ -1,6 +1,5 @@
 import t from 'tap';
 import { createLogger, loadConfig, openRuntime } from '@ens/core';
-import { freePort } from '@ens/local-engines';
 import { startRoles } from '@ens/app/roles';
 import { startTestService, smsHandoff, sandboxPhones, waitFor } from '../harness/service.ts';
 import { startReceiver } from '../harness/receiver.ts';
@@ -26,7 +25,8 @@ const svc = await startTestService(t, {
 // The callbacks role in a runtime of its own, as in a split deployment: a process that runs the
 // worker and the callbacks role together posts its own outcomes' callbacks without the queue, and
 // the other client's callback would then pass the stalled consumer by.
-const config = loadConfig({ ...svc.env, PORT: String(await freePort()) });
+// It serves nothing over HTTP, so the API's PORT in its configuration is never listened on.
+const config = loadConfig(svc.env);
 const callbacksRt = await openRuntime(
   config,
   { databaseUrl: svc.engines.databaseUrl, natsUrl: svc.engines.natsUrl },
