@@ -2,12 +2,16 @@ import t from 'tap';
 import { createHmac, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { freePort } from '@ens/local-engines';
-import { createLogger, loadConfig, openRuntime } from '@ens/core';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { CALLBACK_STREAM, isoSql, loadDelivery, SecretBox } from '@ens/core/internal';
-import { startRoles } from '@ens/app/roles';
 import { postCallback } from '@ens/service-callbacks';
-import { startTestService, smsHandoff, waitFor, type TestClient } from '../harness/service.ts';
+import {
+  startRolesBeside,
+  startTestService,
+  smsHandoff,
+  waitFor,
+  type TestClient,
+} from '../harness/service.ts';
 import { startReceiver, type ReceivedPost } from '../harness/receiver.ts';
 import { bundleEns } from '../harness/ens-bundle.ts';
 
@@ -585,20 +589,9 @@ t.test(
     t.test('at send time: a loopback callback_url gets 400', async (t) => {
       // A second API on the same engines, configured as production is (private targets refused).
       const port = await freePort();
-      const config = loadConfig({
-        ...svc.env,
+      await startRolesBeside(t, svc, ['api'], {
         ENS_ALLOW_PRIVATE_CALLBACKS: 'false',
         PORT: String(port),
-      });
-      const rt = await openRuntime(
-        config,
-        { databaseUrl: svc.engines.databaseUrl, natsUrl: svc.engines.natsUrl },
-        createLogger(config),
-      );
-      const roles = await startRoles(rt, ['api'], { port, host: '127.0.0.1' });
-      t.teardown(async () => {
-        await roles.stop();
-        await rt.close();
       });
       const res = await fetch(`http://127.0.0.1:${port}/v2/messages`, {
         method: 'POST',

@@ -1,7 +1,11 @@
 import t from 'tap';
-import { createLogger, loadConfig, openRuntime } from '@ens/core';
-import { startRoles } from '@ens/app/roles';
-import { startTestService, smsHandoff, sandboxPhones, waitFor } from '../harness/service.ts';
+import {
+  startRolesBeside,
+  startTestService,
+  smsHandoff,
+  sandboxPhones,
+  waitFor,
+} from '../harness/service.ts';
 import { startReceiver } from '../harness/receiver.ts';
 
 /**
@@ -25,18 +29,7 @@ const svc = await startTestService(t, {
 // The callbacks role in a runtime of its own, as in a split deployment: a process that runs the
 // worker and the callbacks role together posts its own outcomes' callbacks without the queue, and
 // the other client's callback would then pass the stalled consumer by.
-// It serves nothing over HTTP, so the API's PORT in its configuration is never listened on.
-const config = loadConfig(svc.env);
-const callbacksRt = await openRuntime(
-  config,
-  { databaseUrl: svc.engines.databaseUrl, natsUrl: svc.engines.natsUrl },
-  createLogger(config),
-);
-const callbacks = await startRoles(callbacksRt, ['callbacks'], { port: 0, host: '127.0.0.1' });
-t.teardown(async () => {
-  await callbacks.stop();
-  await callbacksRt.close();
-});
+await startRolesBeside(t, svc, ['callbacks']);
 
 t.test(
   "a receiver that refuses every post does not stall other clients' callbacks while its " +

@@ -256,6 +256,36 @@ export async function startTestService(
 }
 
 /**
+ * More roles on `svc`'s engines in a runtime of their own, as another process of the deployment
+ * would run them: svc's configuration with `env` over it (the api role listens on its PORT).
+ * Stopped with `t`.
+ */
+export async function startRolesBeside(
+  t: Teardown,
+  svc: TestService,
+  roles: Role[],
+  env: Record<string, string> = {},
+): Promise<{ rt: Runtime; roles: RunningRoles }> {
+  const config = loadConfig({ ...svc.env, ...env });
+  const rt = await openRuntime(
+    config,
+    { databaseUrl: svc.engines.databaseUrl, natsUrl: svc.engines.natsUrl },
+    createLogger(config),
+  );
+  const running = await startRoles(rt, roles, { port: config.port, host: '127.0.0.1' }).catch(
+    async (err: unknown) => {
+      await rt.close();
+      throw err;
+    },
+  );
+  t.teardown(async () => {
+    await running.stop();
+    await rt.close();
+  });
+  return { rt, roles: running };
+}
+
+/**
  * n distinct numbers from `from` on, none of those the sandbox fails (…0000) or makes flaky
  * (…1111).
  */
