@@ -1,25 +1,9 @@
 import { readFileSync } from 'node:fs';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import cookie from '@fastify/cookie';
-import csrf from '@fastify/csrf-protection';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Runtime } from '@ens/core';
-import { deriveKey, findHostileInput, resolveMasterKey } from '@ens/core/internal';
-import { OidcSignIn } from './oidc.ts';
-import { CSRF_COOKIE, SESSION_COOKIE, sendPage, type ConsoleDeps } from './request-context.ts';
-import { SessionStore } from './session-store.ts';
-import { AuditLog } from './staff/audit-log.ts';
-import { StaffStore } from './staff/staff-store.ts';
-import { isSuperuser } from './staff/superuser.ts';
+import { sendPage } from './request-context.ts';
 import { html } from './views/html.ts';
-import { noticePage, plainPage } from './views/layout.ts';
-import { authRoutes } from './routes/auth.ts';
-import { dashboardRoutes } from './routes/dashboard.ts';
-import { deliveryRoutes } from './routes/deliveries.ts';
-import { clientRoutes } from './routes/clients.ts';
-import { suppressionRoutes } from './routes/suppressions.ts';
-import { deadLetterRoutes } from './routes/dead-letters.ts';
-import { alertRoutes } from './routes/alerts.ts';
-import { auditRoutes } from './routes/audit.ts';
+import { plainPage } from './views/layout.ts';
 
 /*
  * The stylesheet and the script are plain files served as they are (no build step). They sit in
@@ -35,6 +19,16 @@ const ASSETS: Record<string, { type: string; body: Buffer }> = {
     body: readFileSync(new URL('../assets/console.js', import.meta.url)),
   },
 };
+
+/** GET /ops/assets/:name — the console's stylesheet and script, configured or not. */
+async function serveAsset(
+  req: FastifyRequest<{ Params: { name: string } }>,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const a = Object.hasOwn(ASSETS, req.params.name) ? ASSETS[req.params.name] : undefined;
+  if (!a) return reply.code(404).type('text/plain').send('not found');
+  return reply.type(a.type).header('cache-control', 'public, max-age=300').send(a.body);
+}
 
 const SECURITY_HEADERS = {
   'content-security-policy':
@@ -63,34 +57,16 @@ function notConfigured(_req: FastifyRequest, reply: FastifyReply): FastifyReply 
   );
 }
 
-async function serveAsset(
-  req: FastifyRequest<{ Params: { name: string } }>,
-  reply: FastifyReply,
-): Promise<FastifyReply> {
-  const a = Object.hasOwn(ASSETS, req.params.name) ? ASSETS[req.params.name] : undefined;
-  if (!a) return reply.code(404).type('text/plain').send('not found');
-  return reply.type(a.type).header('cache-control', 'public, max-age=300').send(a.body);
-}
-
-/**
- * application/x-www-form-urlencoded, for when the host server has no form parser (the API's has
- * one).
- */
-function addFormParser(app: FastifyInstance): void {
-  if (app.hasContentTypeParser('application/x-www-form-urlencoded')) return;
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: 64 * 1024 },
-    (_req, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(body as string)));
-    },
-  );
-}
-
 /**
  * The operations console, to be registered with prefix /ops outside the /v2 auth scope:
  * `app.register(opsConsole(rt), { prefix: '/ops' })`. Throws a ConfigError at registration when
  * ENS_OPS_ISSUER is plain http off loopback.
+ *
+ * The signed-in console (its OIDC client, sessions, CSRF and every page) is imported only where
+ * ENS_OPS_ISSUER is set: elsewhere it would cost every API process about 0.14 s of CPU at start
+ * to load code that only answers "not configured". It is handed serveAsset rather than importing
+ * it, so that ASSETS stays in this module's bundle, whose place ../assets is relative to (a module
+ * shared with the dynamic import would be split into dist/chunks/).
  */
 export function opsConsole(rt: Runtime): (app: FastifyInstance) => Promise<void> {
   return async (app) => {
@@ -111,148 +87,7 @@ export function opsConsole(rt: Runtime): (app: FastifyInstance) => Promise<void>
       );
       return;
     }
-    const oidc = new OidcSignIn(ops, `${rt.config.publicUrl}/ops/callback`);
-    const masterKey = await resolveMasterKey(rt.config.masterKey, rt.config.dataDir);
-    const secure = rt.config.publicUrl.startsWith('https:');
-    const deps: ConsoleDeps = {
-      rt,
-      ops,
-      staff: new StaffStore(rt.db),
-      audit: new AuditLog(rt.db),
-      sessions: new SessionStore(rt.db, ops.sessionTtlMs),
-      secure,
-    };
-
-    addFormParser(app);
-    await app.register(cookie, { secret: deriveKey(masterKey, 'ops-cookie').toString('base64') });
-    await app.register(csrf, {
-      cookieKey: CSRF_COOKIE,
-      cookieOpts: { path: '/ops', httpOnly: true, sameSite: 'lax', secure, signed: true },
-      // The token is bound to the session, so a token from another session (or a planted csrf
-      // cookie) does not pass.
-      getUserInfo: (req: FastifyRequest) => req.opsAuth?.sessionId ?? '',
-      csrfOpts: { hmacKey: deriveKey(masterKey, 'ops-csrf') },
-      logLevel: 'info',
-    });
-    app.decorateRequest('opsAuth', null);
-
-    // Every route but the public ones: a live session, and superuser rights unless the route
-    // says any signed-in person may use it (sign-out).
-    app.addHook('onRequest', async (req, reply) => {
-      const cfg = req.routeOptions.config;
-      if (cfg?.opsPublic) return;
-      const isApi = req.url.startsWith('/ops/api/') || req.url === '/ops/api';
-      const raw = req.cookies[SESSION_COOKIE];
-      const un = raw ? reply.unsignCookie(raw) : null;
-      const token = un?.valid ? un.value : null;
-      const found = token ? await deps.sessions.lookup(token) : null;
-      if (!found || !token) {
-        if ((req.method === 'GET' || req.method === 'HEAD') && !isApi) {
-          return reply
-            .header('cache-control', 'no-store')
-            .redirect(`/ops/login?return_to=${encodeURIComponent(req.url)}`, 302);
-        }
-        if (isApi)
-          return reply
-            .code(401)
-            .header('cache-control', 'no-store')
-            .send({ detail: 'Sign in to the console at /ops/login.' });
-        return sendPage(
-          reply,
-          401,
-          plainPage(
-            'Signed out',
-            html`<h1>Your session has ended</h1><p>Nothing was changed. <a href="/ops/login">Sign in again</a> and repeat the action.</p>`,
-          ),
-        );
-      }
-      const superuser = isSuperuser(found.staff, ops);
-      req.opsAuth = { token, sessionId: found.sessionId, staff: found.staff, superuser };
-      if (superuser || cfg?.opsAnyStaff) return;
-      if (isApi)
-        return reply
-          .code(403)
-          .header('cache-control', 'no-store')
-          .send({ detail: 'Only ENS superusers may use the console.' });
-      const who = found.staff.email ?? found.staff.subject;
-      return sendPage(
-        reply,
-        403,
-        noticePage(who, ops.contact, reply.generateCsrf({ userInfo: found.sessionId })),
-      );
-    });
-
-    // A NUL in a filter or a form field reached PostgreSQL, whose text cannot hold one (a 500):
-    // refused here for every page, with the API's rule for the API's bodies and queries.
-    app.addHook('preHandler', async (req, reply) => {
-      const bad = findHostileInput(req.query, '/query') ?? findHostileInput(req.body, '/form');
-      if (!bad) return;
-      const detail = `${bad.path.replace(/^\/(query|form)\//, '')} ${bad.message}.`;
-      if (req.url.startsWith('/ops/api/'))
-        return reply.code(400).header('cache-control', 'no-store').send({ detail });
-      return sendPage(
-        reply,
-        400,
-        plainPage(
-          'Bad request',
-          html`<h1>The request could not be handled</h1><p>The field ${detail} Nothing was changed.</p><p><a href="/ops/">Back to the dashboard</a></p>`,
-        ),
-      );
-    });
-
-    app.setErrorHandler((err: FastifyError, req, reply) => {
-      const status =
-        err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
-      if (status >= 500) req.log.error({ err, url: req.url }, 'console request failed');
-      const isApi = req.url.startsWith('/ops/api/');
-      if (isApi)
-        return reply.code(status).send({
-          detail: status >= 500 ? 'The console could not answer; see the ENS logs.' : err.message,
-        });
-      if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET') {
-        return sendPage(
-          reply,
-          403,
-          plainPage(
-            'Form expired',
-            html`<h1>This form could not be accepted</h1>
-<p>It has expired or did not come from this console, so nothing was changed. Go back, reload the page, and try again.</p>
-<p><a href="/ops/">Back to the dashboard</a></p>`,
-          ),
-        );
-      }
-      const body =
-        status >= 500
-          ? html`<h1>Something went wrong</h1><p>The console could not complete this request. It has been logged with request id <code>${req.id}</code>.</p><p><a href="/ops/">Back to the dashboard</a></p>`
-          : html`<h1>The request could not be handled</h1><p>${err.message}</p><p><a href="/ops/">Back to the dashboard</a></p>`;
-      return sendPage(reply, status, plainPage(status >= 500 ? 'Error' : 'Bad request', body));
-    });
-
-    app.setNotFoundHandler((req, reply) => {
-      if (req.url.startsWith('/ops/api/')) return reply.code(404).send({ detail: 'Not found.' });
-      return sendPage(
-        reply,
-        404,
-        plainPage(
-          'Not found',
-          html`<h1>Page not found</h1><p>There is no console page at <code>${req.url}</code>.</p><p><a href="/ops/">Back to the dashboard</a></p>`,
-        ),
-      );
-    });
-
-    app.get<{ Params: { name: string } }>(
-      '/assets/:name',
-      { config: { opsPublic: true } },
-      serveAsset,
-    );
-
-    authRoutes(app, deps, oidc);
-    dashboardRoutes(app, deps);
-    deliveryRoutes(app, deps);
-    clientRoutes(app, deps);
-    suppressionRoutes(app, deps);
-    deadLetterRoutes(app, deps);
-    alertRoutes(app, deps);
-    auditRoutes(app, deps);
+    const { signedInConsole } = await import('./signed-in-console.ts');
+    await signedInConsole(app, rt, ops, serveAsset);
   };
 }

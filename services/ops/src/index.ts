@@ -1,5 +1,4 @@
 export { opsConsole } from './console.ts';
-export { checkIssuer, OidcSignIn } from './oidc.ts';
 export { SessionStore } from './session-store.ts';
 export {
   startAlertEvaluator,
