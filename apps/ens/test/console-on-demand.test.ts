@@ -4,7 +4,7 @@ import { commonJsModulesAfter } from '../../../test/harness/modules-loaded.ts';
 /**
  * The signed-in console (OIDC client, sessions, CSRF, every page) is imported when the API
  * registers it with ENS_OPS_ISSUER set, not with the roles module that every `ens serve` and most
- * test files load: it cost each of those processes about 0.14 s of CPU at start to answer "not
+ * test files load: it cost each of those processes 0.08–0.14 s of CPU at start to answer "not
  * configured". @fastify/csrf-protection stands for it here: it is CommonJS (openid-client is an
  * ES module, which require's cache does not show).
  */

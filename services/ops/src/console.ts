@@ -63,7 +63,7 @@ function notConfigured(_req: FastifyRequest, reply: FastifyReply): FastifyReply 
  * ENS_OPS_ISSUER is plain http off loopback.
  *
  * The signed-in console (its OIDC client, sessions, CSRF and every page) is imported only where
- * ENS_OPS_ISSUER is set: elsewhere it would cost every API process about 0.14 s of CPU at start
+ * ENS_OPS_ISSUER is set: elsewhere it would cost every API process 0.08–0.14 s of CPU at start
  * to load code that only answers "not configured". It is handed serveAsset rather than importing
  * it, so that ASSETS stays in this module's bundle, whose place ../assets is relative to (a module
  * shared with the dynamic import would be split into dist/chunks/).
