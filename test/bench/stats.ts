@@ -51,6 +51,14 @@ export const round = (v: number, digits = 1): number =>
  * Runs a short raw baseline `times` times and keeps the run with the median rate: a burst of a
  * second or less is easily caught by a moment of contention (or quiet) on a shared machine.
  */
+/** The middle value (the upper of the two middle ones for an even count). */
+export function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted[Math.floor(sorted.length / 2)];
+  if (mid === undefined) throw new Error('median of no values');
+  return mid;
+}
+
 export async function medianOf<T extends { rate: number }>(
   times: number,
   fn: () => Promise<T>,
