@@ -10,13 +10,13 @@
  *   WAL_PAIRS=3 WAL_START=<commit>               fewer pairs, another start
  *   WAL_CONFIG=project WAL_CALLBACKS=off         passed on to both sides' bench:wal
  *
- * The start is `git archive`d into a temporary folder with this checkout's test/bench copied over
- * it and node_modules hard-linked (its workspace links are relative, so they name the start's own
- * packages). Needs git and a checkout that has the start commit.
+ * The start is `git archive`d into a temporary folder (under node_modules/.cache) with this
+ * checkout's test/bench copied over it and node_modules hard-linked (its workspace links are
+ * relative, so they name the start's own packages). Needs git and a checkout that has the start
+ * commit.
  */
 import { spawn, execFileSync } from 'node:child_process';
-import { cp, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { cp, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { installSignalHandlers, onCleanup, runCleanup } from './cleanup.ts';
@@ -84,14 +84,25 @@ async function main(): Promise<void> {
     WAL_CALLBACKS: process.env.WAL_CALLBACKS ?? 'on',
   };
   if (env.WAL_CONFIG.includes(',')) throw new Error('WAL_CONFIG: one configuration at a time');
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'ens-wal-start-'));
+  // Inside this checkout's node_modules/.cache: hard links need the same filesystem, and /tmp
+  // is often another one.
+  const cache = path.join(root, 'node_modules', '.cache');
+  await mkdir(cache, { recursive: true });
+  const dir = await mkdtemp(path.join(cache, 'ens-wal-start-'));
   onCleanup('the start checkout', () => rm(dir, { recursive: true, force: true }));
   progress(`wal-pairs: ${start} into ${dir}`);
   const archive = execFileSync('git', ['archive', start], { cwd: root, maxBuffer: 1 << 30 });
   execFileSync('tar', ['-x', '-C', dir], { input: archive });
   await rm(path.join(dir, 'test', 'bench'), { recursive: true, force: true });
   await cp(path.join(root, 'test', 'bench'), path.join(dir, 'test', 'bench'), { recursive: true });
-  execFileSync('cp', ['-al', path.join(root, 'node_modules'), path.join(dir, 'node_modules')]);
+  // Every entry but .cache, which holds this folder.
+  const modules = (await readdir(path.join(root, 'node_modules'))).filter((e) => e !== '.cache');
+  await mkdir(path.join(dir, 'node_modules'));
+  execFileSync('cp', [
+    '-al',
+    ...modules.map((e) => path.join(root, 'node_modules', e)),
+    path.join(dir, 'node_modules'),
+  ]);
 
   const rows: { start: Side; now: Side; ratio: number }[] = [];
   for (let i = 1; i <= pairs; i++) {
