@@ -47,10 +47,6 @@ export function slope(points: readonly { x: number; y: number }[]): number {
 export const round = (v: number, digits = 1): number =>
   Number.isFinite(v) ? Number(v.toFixed(digits)) : v;
 
-/**
- * Runs a short raw baseline `times` times and keeps the run with the median rate: a burst of a
- * second or less is easily caught by a moment of contention (or quiet) on a shared machine.
- */
 /** The middle value (the upper of the two middle ones for an even count). */
 export function median(xs: readonly number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
@@ -59,6 +55,10 @@ export function median(xs: readonly number[]): number {
   return mid;
 }
 
+/**
+ * Runs a short raw baseline `times` times and keeps the run with the median rate: a burst of a
+ * second or less is easily caught by a moment of contention (or quiet) on a shared machine.
+ */
 export async function medianOf<T extends { rate: number }>(
   times: number,
   fn: () => Promise<T>,
