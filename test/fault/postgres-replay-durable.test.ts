@@ -133,6 +133,16 @@ t.test('a replayed 202 waits for the synchronous standby', async (t) => {
       );
       const handoffId = (JSON.parse(stored.response) as { handoff_id: string }).handoff_id;
       t.notOk(await onStandby(handoffId), 'the standby does not have it');
+      // Where the primary's WAL ends now: past the handoff's commit record.
+      const { rows: at } = await primary.query<{ lsn: string }>(
+        'SELECT pg_current_wal_lsn()::text AS lsn',
+      );
+      const committedBy = at[0]!.lsn;
+      // A synchronous standby has a commit once it has flushed its WAL (synchronous_commit=on),
+      // and shows it only once it has replayed it, a moment later or, on a busy machine, longer.
+      // Replay is paused here so that the check below reads what a 202 promises, not a race.
+      await replica.query('SELECT pg_wal_replay_pause()');
+      t.teardown(() => replica.query('SELECT pg_wal_replay_resume()').catch(() => {}));
 
       // Sent again with its key (alone: a first accept in the same batch would make it wait).
       let answered = false;
@@ -150,7 +160,19 @@ t.test('a replayed 202 waits for the synchronous standby', async (t) => {
       const r = await replay;
       t.equal(r.status, 202, 'the replay is answered 202 once the standby catches up');
       t.equal(r.body.handoff_id, handoffId, 'with the original handoff');
-      t.ok(await onStandby(handoffId), 'the handoff the replay answered is on the standby');
+      const { rows: flushed } = await replica.query<{ ok: boolean }>(
+        'SELECT pg_last_wal_receive_lsn() >= $1::pg_lsn AS ok',
+        [committedBy],
+      );
+      t.ok(
+        flushed[0]!.ok,
+        "the standby had flushed the handoff's commit when the replay was answered",
+      );
+      await replica.query('SELECT pg_wal_replay_resume()');
+      t.ok(
+        await waitFor(() => onStandby(handoffId), 10_000, 'the handoff replayed on the standby'),
+        'and shows the handoff once it replays its WAL',
+      );
     });
   }
 });
