@@ -151,22 +151,13 @@ export async function startTestService(
       HOST: '127.0.0.1',
       ...opts.env,
     };
-    const config = loadConfig(env);
-    const rt = await openRuntime(
-      config,
-      { databaseUrl, natsUrl: env.NATS_URL! },
-      createLogger(config, opts.log),
-    );
     try {
-      await migrate(rt.db);
-      const roles = await startRoles(rt, opts.roles ?? ['api', 'worker', 'callbacks', 'feed'], {
-        port,
-        host: '127.0.0.1',
+      const running = await runRoles(env, opts.roles ?? ['api', 'worker', 'callbacks', 'feed'], {
+        log: opts.log,
+        migrate: true,
       });
-      return { port, env, config, rt, roles };
+      return { port, env, ...running };
     } catch (err) {
-      // Closed here: an open runtime would keep the test file's process alive to tap's timeout.
-      await rt.close();
       const taken = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
       if (taken && opts.env?.PORT === undefined && attempt < 5) return started(attempt + 1);
       throw err;
@@ -266,23 +257,41 @@ export async function startRolesBeside(
   roles: Role[],
   env: Record<string, string> = {},
 ): Promise<{ rt: Runtime; roles: RunningRoles }> {
-  const config = loadConfig({ ...svc.env, ...env });
+  const running = await runRoles({ ...svc.env, ...env }, roles);
+  t.teardown(async () => {
+    await running.roles.stop();
+    await running.rt.close();
+  });
+  return running;
+}
+
+/**
+ * Opens a runtime on `env`'s DATABASE_URL and NATS_URL and starts `roles` on it (the api role on
+ * env's PORT), migrating first if asked. A failed start closes the runtime: an open one would keep
+ * the test file's process alive to tap's timeout.
+ */
+async function runRoles(
+  env: Record<string, string>,
+  roles: readonly Role[],
+  o: { log?: { write(line: string): void } | undefined; migrate?: boolean } = {},
+): Promise<{ config: Config; rt: Runtime; roles: RunningRoles }> {
+  const config = loadConfig(env);
   const rt = await openRuntime(
     config,
-    { databaseUrl: svc.engines.databaseUrl, natsUrl: svc.engines.natsUrl },
-    createLogger(config),
+    { databaseUrl: env.DATABASE_URL!, natsUrl: env.NATS_URL! },
+    createLogger(config, o.log),
   );
-  const running = await startRoles(rt, roles, { port: config.port, host: '127.0.0.1' }).catch(
-    async (err: unknown) => {
-      await rt.close();
-      throw err;
-    },
-  );
-  t.teardown(async () => {
-    await running.stop();
+  try {
+    if (o.migrate) await migrate(rt.db);
+    return {
+      config,
+      rt,
+      roles: await startRoles(rt, roles, { port: config.port, host: '127.0.0.1' }),
+    };
+  } catch (err) {
     await rt.close();
-  });
-  return { rt, roles: running };
+    throw err;
+  }
 }
 
 /**
