@@ -151,3 +151,25 @@ t.test(
     t.pass('ready once two of three nodes are up');
   },
 );
+
+t.test(
+  'a test service started while JetStream has no quorum waits for it, as `ens serve` does',
+  async (t) => {
+    // The in-process harness once gave up at the first quorum error: a first test above then
+    // failed under load when its cluster was still electing a meta leader.
+    const cluster = await startNatsCluster(t, 3);
+    await cluster.nodes[1]!.stop();
+    await cluster.nodes[2]!.stop();
+    const back = setTimeout(() => void cluster.nodes[1]!.start(), 2_000);
+    t.teardown(() => clearTimeout(back));
+    const started = Date.now();
+    const svc = await startTestService(t, {
+      roles: ['api'],
+      natsUrl: cluster.url,
+      env: { ENS_NATS_REPLICAS: '3' },
+    });
+    const waited = Date.now() - started;
+    t.ok(waited >= 2_000, `it started once a second node was back (${waited} ms)`);
+    t.equal((await svc.request('GET', '/healthz')).status, 200, 'and answers');
+  },
+);

@@ -9,6 +9,7 @@ import {
   type Config,
   type Runtime,
 } from '@ens/core';
+import { isNatsUnavailable } from '@ens/core/internal';
 import { startRoles, type Role, type RunningRoles } from '@ens/app/roles';
 import { startTestEngines, type TestEngines } from './engines.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -113,6 +114,9 @@ async function asResponse(res: Response): Promise<ApiResponse> {
   return { status: res.status, headers: res.headers, text, body };
 }
 
+/** How long a test service's start waits for NATS (or its JetStream quorum) to answer. */
+const NATS_WAIT_MS = 30_000;
+
 /**
  * Starts engines and the given roles in this process, with a migrated database. Everything is
  * torn down with the test.
@@ -160,9 +164,16 @@ export async function startTestService(
     } catch (err) {
       const taken = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
       if (taken && opts.env?.PORT === undefined && attempt < 5) return started(attempt + 1);
+      // NATS or its JetStream quorum away (a cluster still electing its meta leader) is waited
+      // out, as `ens serve` does (untilReachable), up to NATS_WAIT_MS from the first try.
+      if (isNatsUnavailable(err) && Date.now() < firstTry + NATS_WAIT_MS) {
+        await new Promise((r) => setTimeout(r, 500));
+        return started(attempt);
+      }
       throw err;
     }
   };
+  const firstTry = Date.now();
   const { port, env, config, rt, roles } = await started(1);
   t.teardown(async () => {
     await roles.stop();
